@@ -1,0 +1,34 @@
+"""Resources: where the home is and how the ingestion behaves. Each is a small ConfigurableResource."""
+
+
+import dagster as dg
+
+from sarag_assets.settings import Home, IngestSettings
+
+# Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
+DUCKDB_POOL = "duckdb_writer"
+
+
+class SaragHome(dg.ConfigurableResource):
+    """The home directory of all state; empty means $SARAG_HOME, else `data/`."""
+
+    path: str = ""
+
+    def home(self) -> Home:
+        return Home.from_env(self.path or None).ensure()
+
+
+class IngestConfig(dg.ConfigurableResource):
+    """Ingestion knobs; unset fields fall back to SARAG_BATCH_SIZE / SARAG_REDACT / SARAG_MAX_RECORD_BYTES."""
+
+    max_conversations_per_batch: int = 0
+    redact: bool | None = None
+    max_record_bytes: int = 0
+
+    def settings(self) -> IngestSettings:
+        env = IngestSettings.from_env()
+        return IngestSettings(
+            max_conversations_per_batch=self.max_conversations_per_batch or env.max_conversations_per_batch,
+            redact=env.redact if self.redact is None else self.redact,
+            max_record_bytes=self.max_record_bytes or env.max_record_bytes,
+        )

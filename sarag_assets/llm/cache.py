@@ -1,0 +1,149 @@
+"""A DuckDB-backed cache of validated LLM answers. No Dagster imports.
+
+One row per call key (sha256 of model, messages, output schema and mode, computed by the client):
+
+    llm_call_cache(key VARCHAR PRIMARY KEY, model VARCHAR, task VARCHAR, response_json VARCHAR,
+                   prompt_tokens INT, completion_tokens INT, created_at TIMESTAMP)
+
+DuckDB allows one writer process, and the cache shares its file with the rest of the warehouse, so
+no connection is ever held: every `get`/`put`/`count` opens a connection, does one thing and closes
+it. Opening waits (briefly, with backoff) while another process holds the file's lock. Within one
+process a lock per database serializes the operations, so worker threads can share a cache.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator, Union
+
+import duckdb
+
+TABLE = "llm_call_cache"
+
+_DDL = f"""
+CREATE TABLE IF NOT EXISTS {TABLE} (
+    key VARCHAR PRIMARY KEY,
+    model VARCHAR,
+    task VARCHAR,
+    response_json VARCHAR,
+    prompt_tokens INT,
+    completion_tokens INT,
+    created_at TIMESTAMP
+)
+"""
+
+# A zero-argument callable returning either a DuckDB connection (closed after each use) or a context
+# manager yielding one (e.g. dagster-duckdb's `DuckDBResource.get_connection`).
+ConnectionFactory = Callable[[], Union[duckdb.DuckDBPyConnection, ContextManager[duckdb.DuckDBPyConnection]]]
+
+_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_for(name: str) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(name, threading.Lock())
+
+
+def _is_local_path(target: str) -> bool:
+    return "://" not in target and not target.startswith("md:")
+
+
+class CallCache:
+    """`CallCache("data/sarag.duckdb")` or `CallCache(lambda: resource.get_connection())`."""
+
+    def __init__(self, path_or_connection_factory: "str | os.PathLike[str] | ConnectionFactory", *, lock_wait_s: float = 30.0):
+        self.lock_wait_s = lock_wait_s
+        self._ready = False
+        if callable(path_or_connection_factory):
+            self.path: str | None = None
+            self._factory: ConnectionFactory | None = path_or_connection_factory
+            self._lock = threading.Lock()
+        else:
+            target = os.fspath(path_or_connection_factory)
+            if target.strip() in ("", ":memory:") or target.startswith(":memory:"):
+                raise ValueError(
+                    "CallCache needs a database file (an in-memory database would be a new, empty one "
+                    "on every short-lived connection); pass a path or a connection factory"
+                )
+            self.path = target
+            self._factory = None
+            if _is_local_path(target):
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+                target = str(Path(target).resolve())
+            self._lock = _lock_for(target)
+
+    def __repr__(self) -> str:
+        return f"CallCache({self.path!r})" if self.path else "CallCache(<connection factory>)"
+
+    # -- connections -------------------------------------------------------------------------------
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        assert self.path is not None
+        deadline = time.monotonic() + self.lock_wait_s
+        delay = 0.05
+        while True:
+            try:
+                return duckdb.connect(self.path)
+            except duckdb.IOException as exc:  # another process holds the write lock
+                if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 1.0)
+
+    @contextmanager
+    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._lock:
+            opened = self._factory() if self._factory is not None else self._open()
+            # a DuckDB connection is its own context manager (closes on exit); so is get_connection()
+            with opened as con:
+                if not self._ready:
+                    con.execute(_DDL)
+                    self._ready = True
+                yield con
+
+    # -- operations --------------------------------------------------------------------------------
+
+    def get(self, key: str) -> str | None:
+        """The cached response JSON for `key`, or None."""
+        with self._connection() as con:
+            row = con.execute(f"SELECT response_json FROM {TABLE} WHERE key = ?", [key]).fetchone()
+        return None if row is None else row[0]
+
+    def put(
+        self,
+        key: str,
+        *,
+        model: str,
+        task: str,
+        response_json: str,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+    ) -> None:
+        """Store (or replace) the validated answer for `key`."""
+        created_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        with self._connection() as con:
+            con.execute(
+                f"INSERT OR REPLACE INTO {TABLE} "
+                "(key, model, task, response_json, prompt_tokens, completion_tokens, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [key, model, task, response_json, int(prompt_tokens), int(completion_tokens), created_at],
+            )
+
+    def count(self) -> int:
+        with self._connection() as con:
+            return int(con.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+
+    def entry(self, key: str) -> dict[str, Any] | None:
+        """The whole row for `key` (for inspection and tests), or None."""
+        with self._connection() as con:
+            cur = con.execute(f"SELECT * FROM {TABLE} WHERE key = ?", [key])
+            row = cur.fetchone()
+            if row is None:
+                return None
+            return dict(zip([d[0] for d in cur.description], row))

@@ -1,0 +1,168 @@
+"""The structuring interface: Pydantic models in and out of every step, and the backend protocol.
+
+Both backends (embedded, LLM) implement `StructuringBackend` with the same models, and every record
+they produce carries `backend` (e.g. "embedded/0.1" or "llm/<model>") so nobody mistakes one for the
+other. No Dagster imports.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+CanonicalType = Literal["int", "string", "float", "boolean", "date", "datetime"]
+CANONICAL_TYPES: tuple[str, ...] = ("int", "string", "float", "boolean", "date", "datetime")
+Operation = Literal["KEEP", "EXPAND", "ADD", "MERGE", "DELETE"]
+
+
+class ConversationTurn(BaseModel):
+    speaker: str  # anonymized (user1, agent1, ...)
+    role: Literal["user", "agent"]
+    text: str  # already redacted
+
+
+class ConversationInput(BaseModel):
+    dialogue_id: str
+    turns: list[ConversationTurn]
+
+    def transcript(self) -> str:
+        return "\n".join(f"[{i}] {t.speaker} ({t.role}): {t.text}" for i, t in enumerate(self.turns))
+
+
+class ColumnConstraints(BaseModel):
+    """Machine-checkable constraints; the structural gate enforces them."""
+
+    allowed_values: list[str] | None = Field(None, description="closed set of values, if any")
+    pattern: str | None = Field(None, description="regular expression a string value must fully match")
+    minimum: float | None = None
+    maximum: float | None = None
+    max_length: int | None = None
+
+
+class CandidateColumn(BaseModel):
+    """A column as proposed, before normalization (name and type may be free-form)."""
+
+    name: str
+    type: str
+    meaning: str = Field(description="what the column holds, one sentence")
+    constraints: ColumnConstraints = Field(default_factory=ColumnConstraints)
+    note: str = Field("", description="short note: where in the conversation the value comes from")
+    example_value: str | None = Field(None, description="the value in this conversation, verbatim if present")
+
+
+class ColumnScore(BaseModel):
+    relevance: float = Field(ge=0, le=1, description="how central the column is to the conversation's problem")
+    answerability: float = Field(ge=0, le=1, description="how well the conversation supplies a value")
+    overall: float = Field(ge=0, le=1)
+    justification: str = Field(description="one line")
+
+
+class ScoredColumn(BaseModel):
+    """A normalized candidate column with its scores against one conversation."""
+
+    name: str  # snake_case
+    type: CanonicalType
+    meaning: str
+    constraints: ColumnConstraints = Field(default_factory=ColumnConstraints)
+    note: str = ""
+    example_value: str | None = None
+    score: ColumnScore
+    signal: str | None = Field(None, description="embedded backend: the detector that proposed it")
+
+
+class CandidateSchema(BaseModel):
+    """What one conversation proposes: normalized, scored candidate columns."""
+
+    dialogue_id: str
+    problem: str = Field(description="the conversation's problem in one sentence")
+    columns: list[ScoredColumn]
+    backend: str = ""
+
+
+class MetadataColumn(BaseModel):
+    """One column of the governed metadata M*."""
+
+    name: str
+    type: CanonicalType
+    meaning: str
+    constraints: ColumnConstraints = Field(default_factory=ColumnConstraints)
+    aliases: list[str] = Field(default_factory=list, description="names merged into or expanded from this one")
+    support: int = Field(0, description="conversations whose candidates mapped to this column")
+    mean_score: float = 0.0
+    signal: str | None = None
+    added_in_version: int = 0
+
+
+class GovernedMetadata(BaseModel):
+    version: int = 0
+    capacity: int = 20
+    columns: list[MetadataColumn] = Field(default_factory=list)
+
+    def column(self, name: str) -> MetadataColumn | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+
+class GovernanceOperation(BaseModel):
+    operation: Operation
+    columns: list[str] = Field(description="the column(s) acted on; for EXPAND/MERGE: [old..., new]")
+    candidate: str | None = None
+    scores: ColumnScore | None = None
+    reason: str
+
+
+class GovernanceDecision(BaseModel):
+    """Operations one conversation's candidates cause against the current metadata."""
+
+    operations: list[GovernanceOperation]
+    backend: str = ""
+
+
+class ExtractedValue(BaseModel):
+    column: str
+    value: str | None = Field(None, description="null when the conversation does not say")
+    evidence: str | None = Field(None, description="the conversation text the value comes from")
+
+
+class ExtractedRow(BaseModel):
+    dialogue_id: str
+    values: list[ExtractedValue]
+    backend: str = ""
+
+
+class ValueJudgement(BaseModel):
+    column: str
+    supported: bool = Field(description="the value is stated or directly implied by the conversation")
+    reason: str
+
+
+class RowJudgement(BaseModel):
+    dialogue_id: str
+    judgements: list[ValueJudgement]
+    backend: str = ""
+
+
+class StructuringBackend(Protocol):
+    name: str
+
+    def propose_columns(self, conversation: ConversationInput) -> list[CandidateColumn]: ...
+
+    def normalize_columns(self, columns: list[CandidateColumn]) -> list[CandidateColumn]: ...
+
+    def score_columns(
+        self, conversation: ConversationInput, columns: list[CandidateColumn]
+    ) -> list[ColumnScore]: ...
+
+    def candidate_schema(self, conversation: ConversationInput) -> CandidateSchema:
+        """Propose, normalize and score in as few steps as the backend can do well."""
+        ...
+
+    def decide_governance(
+        self, metadata: GovernedMetadata, candidates: CandidateSchema
+    ) -> GovernanceDecision: ...
+
+    def extract_row(self, conversation: ConversationInput, metadata: GovernedMetadata) -> ExtractedRow: ...
+
+    def judge_row(
+        self, conversation: ConversationInput, metadata: GovernedMetadata, row: ExtractedRow
+    ) -> RowJudgement: ...

@@ -1,0 +1,100 @@
+"""Where state lives and the knobs read from the environment. No Dagster imports.
+
+Everything sarag writes lives under one home directory (default `data/` in the working directory,
+overridable with SARAG_HOME): the DuckDB warehouse, the LanceDB folder, the inbox, landed file
+snapshots, batch manifests, reports and the local Dagster instance.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_HOME = "data"
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+    if value <= 0:
+        raise ValueError(f"{name} must be positive, got {value}")
+    return value
+
+
+def _env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    lowered = raw.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{name} must be a boolean (true/false), got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Home:
+    """The directory tree of one sarag installation."""
+
+    root: Path
+
+    @staticmethod
+    def from_env(override: str | os.PathLike | None = None) -> "Home":
+        return Home(Path(override or os.environ.get("SARAG_HOME") or DEFAULT_HOME))
+
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    @property
+    def landed(self) -> Path:
+        """Immutable, content-addressed snapshots of every file the sensor accepted."""
+        return self.root / "landed"
+
+    @property
+    def batches(self) -> Path:
+        """One JSON manifest per batch partition: which snapshot, which records."""
+        return self.root / "batches"
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse.duckdb"
+
+    @property
+    def lancedb(self) -> Path:
+        return self.root / "lancedb"
+
+    @property
+    def reports(self) -> Path:
+        return self.root / "reports"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.root / "dagster_home"
+
+    def ensure(self) -> "Home":
+        for path in (self.root, self.inbox, self.landed, self.batches, self.reports):
+            path.mkdir(parents=True, exist_ok=True)
+        return self
+
+
+@dataclass(frozen=True)
+class IngestSettings:
+    max_conversations_per_batch: int = 5000
+    redact: bool = True
+    max_record_bytes: int = 5 * 1024 * 1024
+
+    @staticmethod
+    def from_env() -> "IngestSettings":
+        return IngestSettings(
+            max_conversations_per_batch=_env_int("SARAG_BATCH_SIZE", 5000),
+            redact=_env_bool("SARAG_REDACT", True),
+            max_record_bytes=_env_int("SARAG_MAX_RECORD_BYTES", 5 * 1024 * 1024),
+        )

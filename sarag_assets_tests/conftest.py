@@ -1,0 +1,48 @@
+"""Shared fixtures: a temporary sarag home and a real (temporary) Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from sarag_assets.settings import Home  # noqa: E402
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch) -> Home:
+    """An empty sarag home; SARAG_HOME points at it for the code under test."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("SARAG_HOME", str(root))
+    for name in ("SARAG_BATCH_SIZE", "SARAG_REDACT", "SARAG_MAX_RECORD_BYTES", "SARAG_LLM_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    return Home(root).ensure()
+
+
+@pytest.fixture
+def instance():
+    with dg.instance_for_test() as inst:
+        yield inst
+
+
+@pytest.fixture
+def defs():
+    from sarag_assets.definitions import defs as definitions
+
+    return definitions
+
+
+def write_jsonl(path: Path, conversations: list[dict]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(c) + "\n" for c in conversations), encoding="utf-8")
+    return path
+
+
+def conversation(dialogue_id: str, *turns: tuple[str, str]) -> dict:
+    return {"dialogue_id": dialogue_id, "turns": [{"speaker": s, "text": t} for s, t in turns]}
