@@ -14,7 +14,7 @@ from pathlib import Path
 DEFAULT_HOME = "data"
 
 
-def _env_int(name: str, default: int) -> int:
+def env_int(name: str, default: int) -> int:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -27,7 +27,7 @@ def _env_int(name: str, default: int) -> int:
     return value
 
 
-def _env_bool(name: str, default: bool) -> bool:
+def env_bool(name: str, default: bool) -> bool:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
         return default
@@ -94,7 +94,7 @@ class IngestSettings:
     @staticmethod
     def from_env() -> "IngestSettings":
         return IngestSettings(
-            max_conversations_per_batch=_env_int("SARAG_BATCH_SIZE", 5000),
-            redact=_env_bool("SARAG_REDACT", True),
-            max_record_bytes=_env_int("SARAG_MAX_RECORD_BYTES", 5 * 1024 * 1024),
+            max_conversations_per_batch=env_int("SARAG_BATCH_SIZE", 5000),
+            redact=env_bool("SARAG_REDACT", True),
+            max_record_bytes=env_int("SARAG_MAX_RECORD_BYTES", 5 * 1024 * 1024),
         )

@@ -82,3 +82,58 @@ def raw_dialogue_rules(
         )
     )
     return outcomes
+
+
+SNAKE_CASE = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
+RESERVED_COLUMNS = frozenset({"dialogue_id", "batch_key"})
+
+
+def metadata_rules(columns: list[dict], capacity: int) -> list[RuleOutcome]:
+    """M* is within capacity, its names are snake_case, unique and not reserved, its types canonical."""
+    import re
+
+    from sarag_assets.llm.interface import CANONICAL_TYPES
+
+    names = [c["name"] for c in columns]
+    bad_names = [n for n in names if not re.match(SNAKE_CASE, n) or n in RESERVED_COLUMNS]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    bad_types = [f"{c['name']}:{c['type']}" for c in columns if c["type"] not in CANONICAL_TYPES]
+    return [
+        RuleOutcome("within_capacity", len(columns) <= capacity, "M* holds at most `capacity` columns",
+                    {"columns": len(columns), "capacity": capacity}),
+        RuleOutcome("names_snake_case_unique", not bad_names and not dupes,
+                    "column names are snake_case, unique and not reserved",
+                    {"bad_names": ", ".join(bad_names), "duplicates": ", ".join(dupes)}),
+        RuleOutcome("types_canonical", not bad_types, "column types are int/string/float/boolean/date/datetime",
+                    {"bad_types": ", ".join(bad_types)}),
+    ]
+
+
+def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold: float = 0.95) -> list[RuleOutcome]:
+    kept = stored.filter(pl.col("value").is_not_null())
+    violating = kept.filter(~(pl.col("semantic_passed").fill_null(False) & pl.col("structural_passed").fill_null(False)))
+    raw = stored.filter(pl.col("raw_value").is_not_null() & (pl.col("raw_value").str.strip_chars() != ""))
+    n_raw = raw.height
+    structural_ok = raw.filter(pl.col("structural_passed").fill_null(False)).height
+    nulled_semantic = raw.filter(~pl.col("semantic_passed").fill_null(False)).height
+    nulled_structural = raw.filter(pl.col("semantic_passed").fill_null(False) & ~pl.col("structural_passed").fill_null(False)).height
+    per_column = (
+        stored.group_by("column_name").agg(pl.col("value").is_null().mean().alias("null_share")).sort("column_name")
+        if stored.height else pl.DataFrame({"column_name": [], "null_share": []})
+    )
+    sparse = per_column.filter(pl.col("null_share") > sparse_threshold)["column_name"].to_list()
+    return [
+        RuleOutcome("values_pass_both_gates", violating.height == 0,
+                    "every non-null value passed the semantic and the structural gate",
+                    {"non_null_values": kept.height, "violations": violating.height}),
+        RuleOutcome("gate_rates", True, "structural compliance and the share of values each gate nulled",
+                    {"extracted_values": n_raw,
+                     "structural_compliance_rate": round(structural_ok / n_raw, 4) if n_raw else 1.0,
+                     "nulled_by_semantic_gate": round(nulled_semantic / n_raw, 4) if n_raw else 0.0,
+                     "nulled_by_structural_gate": round(nulled_structural / n_raw, 4) if n_raw else 0.0}),
+        RuleOutcome("sparse_columns", not sparse,
+                    f"columns null in more than {sparse_threshold:.0%} of rows (candidates for DELETE)",
+                    {"sparse_columns": ", ".join(sparse), "count": len(sparse)}),
+        RuleOutcome("structuring_failures", n_failed == 0, "conversations that failed structuring",
+                    {"failed_conversations": n_failed}),
+    ]

@@ -40,6 +40,84 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("raw_excerpt", "VARCHAR"),
         ("landed_at", "TIMESTAMPTZ NOT NULL"),
     ],
+    "candidate_schemas": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("column_name", "VARCHAR NOT NULL"),
+        ("column_type", "VARCHAR NOT NULL"),
+        ("meaning", "VARCHAR"),
+        ("constraints", "VARCHAR"),
+        ("note", "VARCHAR"),
+        ("example_value", "VARCHAR"),
+        ("relevance", "DOUBLE"),
+        ("answerability", "DOUBLE"),
+        ("overall", "DOUBLE"),
+        ("justification", "VARCHAR"),
+        ("signal", "VARCHAR"),
+        ("problem", "VARCHAR"),
+        ("backend", "VARCHAR NOT NULL"),
+    ],
+    "structuring_failures": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR"),
+        ("stage", "VARCHAR NOT NULL"),
+        ("reason", "VARCHAR NOT NULL"),
+        ("backend", "VARCHAR"),
+        ("failed_at", "TIMESTAMPTZ NOT NULL"),
+    ],
+    "validated_rows": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("column_name", "VARCHAR NOT NULL"),
+        ("value", "VARCHAR"),
+        ("raw_value", "VARCHAR"),
+        ("evidence", "VARCHAR"),
+        ("semantic_passed", "BOOLEAN"),
+        ("semantic_reason", "VARCHAR"),
+        ("structural_passed", "BOOLEAN"),
+        ("structural_reason", "VARCHAR"),
+        ("metadata_version", "INTEGER NOT NULL"),
+        ("backend", "VARCHAR"),
+    ],
+    # Unpartitioned governance state (no batch_key): appended, never rewritten.
+    "metadata_versions": [
+        ("version", "INTEGER NOT NULL"),
+        ("fingerprint", "VARCHAR NOT NULL"),
+        ("n_columns", "INTEGER NOT NULL"),
+        ("columns_json", "VARCHAR NOT NULL"),
+        ("backend", "VARCHAR"),
+        ("created_at", "TIMESTAMPTZ NOT NULL"),
+    ],
+    "metadata_operations": [
+        ("seq", "BIGINT NOT NULL"),
+        ("version", "INTEGER NOT NULL"),
+        ("dialogue_id", "VARCHAR"),
+        ("operation", "VARCHAR NOT NULL"),
+        ("columns", "VARCHAR NOT NULL"),
+        ("candidate", "VARCHAR"),
+        ("relevance", "DOUBLE"),
+        ("answerability", "DOUBLE"),
+        ("overall", "DOUBLE"),
+        ("reason", "VARCHAR"),
+        ("rejected_reason", "VARCHAR"),
+        ("backend", "VARCHAR"),
+        ("applied_at", "TIMESTAMPTZ NOT NULL"),
+    ],
+    "governance_processed": [
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("metadata_version", "INTEGER NOT NULL"),
+    ],
+    # The latest governed metadata including the pending pool, one row per materialization.
+    "governance_state": [
+        ("version", "INTEGER NOT NULL"),
+        ("state_json", "VARCHAR NOT NULL"),
+        ("saved_at", "TIMESTAMPTZ NOT NULL"),
+    ],
 }
 
 # The latest landed version of every dialogue id; older versions stay in raw_dialogues as history.
@@ -135,3 +213,57 @@ def read_batch(con: duckdb.DuckDBPyConnection, table: str, batch_key: str) -> pl
     ensure_schema(con)
     cols = ", ".join(f'"{c}"' for c, _ in TABLES[table])
     return con.execute(f"SELECT {cols} FROM {table} WHERE batch_key = ?", [batch_key]).pl()
+
+
+def append_rows(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
+    """Append rows to an unpartitioned table (history tables are never rewritten)."""
+    ensure_schema(con)
+    rows = conform(table, frame)
+    if rows.height:
+        con.register("_incoming", rows.to_arrow())
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+        con.unregister("_incoming")
+    return rows.height
+
+
+_CASTS = {"int": "BIGINT", "float": "DOUBLE", "boolean": "BOOLEAN", "date": "DATE", "datetime": "TIMESTAMPTZ"}
+
+
+def refresh_conversation_table(con: duckdb.DuckDBPyConnection, columns: list[tuple[str, str]]) -> None:
+    """The wide view: one row per current conversation, one typed column per M* column.
+
+    Values come from validated_rows of the conversation's current version only; a column not yet
+    extracted for a conversation (stale partition) reads as null until it is backfilled.
+    """
+    ensure_schema(con)
+    selects = []
+    for name, type_name in columns:
+        value = f"max(v.value) FILTER (WHERE v.column_name = '{name}')"
+        cast = _CASTS.get(type_name)
+        selects.append(f'TRY_CAST({value} AS {cast}) AS "{name}"' if cast else f'{value} AS "{name}"')
+    body = (",\n       " + ",\n       ".join(selects)) if selects else ""
+    con.execute(
+        f"""CREATE OR REPLACE VIEW conversation_table AS
+SELECT c.dialogue_id, c.batch_key{body}
+FROM current_dialogue_versions c
+LEFT JOIN validated_rows v ON v.dialogue_id = c.dialogue_id AND v.batch_key = c.batch_key
+GROUP BY c.dialogue_id, c.batch_key"""
+    )
+
+
+def replace_failures(con: duckdb.DuckDBPyConnection, batch_key: str, stage: str, frame: pl.DataFrame) -> int:
+    """Replace one stage's failure records of one batch (several stages share the table)."""
+    ensure_schema(con)
+    rows = conform("structuring_failures", frame)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute("DELETE FROM structuring_failures WHERE batch_key = ? AND stage = ?", [batch_key, stage])
+        if rows.height:
+            con.register("_incoming", rows.to_arrow())
+            con.execute("INSERT INTO structuring_failures BY NAME SELECT * FROM _incoming")
+            con.unregister("_incoming")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return rows.height

@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from sarag_assets.settings import Home, IngestSettings
+from sarag_assets.settings import Home, IngestSettings, env_int
 
 # Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
 DUCKDB_POOL = "duckdb_writer"
@@ -32,3 +32,26 @@ class IngestConfig(dg.ConfigurableResource):
             redact=env.redact if self.redact is None else self.redact,
             max_record_bytes=self.max_record_bytes or env.max_record_bytes,
         )
+
+
+class Structuring(dg.ConfigurableResource):
+    """The structuring backend: the LLM backend when SARAG_LLM_BASE_URL is set, else the embedded one.
+
+    LLM calls are cached in the warehouse (table llm_call_cache). Capacity and minimum support of
+    the governed metadata default to SARAG_METADATA_CAPACITY (20) and SARAG_MIN_COLUMN_SUPPORT (2).
+    """
+
+    capacity: int = 0
+    min_support: int = 0
+
+    def backend(self, home: Home, stats):
+        from sarag_assets.llm.backends import backend_from_env
+        from sarag_assets.llm.cache import CallCache
+
+        return backend_from_env(cache=CallCache(str(home.warehouse)), stats=stats)
+
+    def metadata_capacity(self) -> int:
+        return self.capacity or env_int("SARAG_METADATA_CAPACITY", 20)
+
+    def column_min_support(self) -> int:
+        return self.min_support or env_int("SARAG_MIN_COLUMN_SUPPORT", 2)

@@ -1,9 +1,10 @@
 """Driving the real Definitions in-process: what `sarag demo`, `sarag eval` and the tests use.
 
 It evaluates the real inbox sensor against a real instance, registers the partitions it asks for,
-and executes each run request's job in-process on that instance (so the runs, materializations and
-check results show in the Dagster UI afterwards). A request whose run key already ran successfully
-is skipped, as the daemon would.
+executes each run request's job in-process on that instance, then the unpartitioned and stale
+downstream assets, in the order the daemon's automation conditions would run them. The runs,
+materializations and check results show in the Dagster UI afterwards. A request whose run key
+already ran successfully is skipped, as the daemon would skip it.
 """
 
 
@@ -18,6 +19,7 @@ RUN_KEY_TAG = "sarag/run_key"
 class PipelineRun:
     batches: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    refreshed: list[str] = field(default_factory=list)  # batches whose rows were brought up to the current M*
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -32,22 +34,38 @@ def _already_ran(instance: dg.DagsterInstance, run_key: str) -> bool:
 def land_and_process(
     defs: dg.Definitions, instance: dg.DagsterInstance, *, raise_on_error: bool = False
 ) -> PipelineRun:
+    """Land the inbox and bring every asset up to date, in the order the daemon's automation would."""
+    from sarag_assets.defs.partitions import conversation_batches
+    from sarag_assets.defs.structuring import stale_row_partitions
+
+    outcome = PipelineRun()
     sensor = defs.resolve_sensor_def("inbox_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
         result = sensor(context)
-    outcome = PipelineRun()
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    job = defs.resolve_job_def(sensor.job_name)
+    batch_job = defs.resolve_job_def(sensor.job_name)
     for request in result.run_requests or []:
         if _already_ran(instance, request.run_key):
             outcome.skipped.append(request.partition_key)
             continue
-        run = job.execute_in_process(
+        run = batch_job.execute_in_process(
             partition_key=request.partition_key,
             instance=instance,
             tags={**request.tags, RUN_KEY_TAG: request.run_key},
             raise_on_error=raise_on_error,
         )
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
+
+    govern = defs.resolve_job_def("govern_metadata_job").execute_in_process(
+        instance=instance, raise_on_error=raise_on_error
+    )
+    if not govern.success:
+        outcome.failed.append("governed_metadata")
+        return outcome
+    keys = instance.get_dynamic_partitions(conversation_batches.name)
+    refresh = defs.resolve_job_def("refresh_rows_job")
+    for key in stale_row_partitions(instance, keys):
+        run = refresh.execute_in_process(partition_key=key, instance=instance, raise_on_error=raise_on_error)
+        (outcome.refreshed if run.success else outcome.failed).append(key)
     return outcome

@@ -97,7 +97,10 @@ class MetadataColumn(BaseModel):
 class GovernedMetadata(BaseModel):
     version: int = 0
     capacity: int = 20
+    min_support: int = Field(2, description="conversations that must propose a new concept before it is added")
     columns: list[MetadataColumn] = Field(default_factory=list)
+    # Candidates seen but not (yet) admitted, with their support; not part of M* itself.
+    pending: list[MetadataColumn] = Field(default_factory=list)
 
     def column(self, name: str) -> MetadataColumn | None:
         return next((c for c in self.columns if c.name == name), None)

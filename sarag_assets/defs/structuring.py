@@ -1,0 +1,220 @@
+"""Structuring stage: candidate_schemas[batch] → governed_metadata → validated_rows[batch]."""
+
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from sarag_assets.core import governance, warehouse
+from sarag_assets.core.quality import metadata_rules, validated_row_rules
+from sarag_assets.core.structuring import (
+    Failure,
+    candidate_schema_rows,
+    conversations_from_raw,
+    evolve_metadata,
+    metadata_version_row,
+    validated_row_records,
+)
+from sarag_assets.defs.conditions import GOVERN_ON_NEW_CANDIDATES, ON_DEPENDENCY_CHANGE
+from sarag_assets.defs.partitions import conversation_batches
+from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome, Structuring
+from sarag_assets.llm.client import CallStats
+from sarag_assets.llm.interface import GovernedMetadata
+
+METADATA_FINGERPRINT = "metadata_fingerprint"
+
+
+def _failure_frame(batch_key: str, failures: list[Failure], backend: str) -> pl.DataFrame:
+    now = datetime.now(timezone.utc)
+    return pl.DataFrame(
+        [{"batch_key": batch_key, "dialogue_id": f.dialogue_id, "content_hash": f.content_hash, "stage": f.stage,
+          "reason": f.reason, "backend": backend, "failed_at": now} for f in failures],
+        schema=warehouse.polars_schema("structuring_failures"),
+    )
+
+
+def load_metadata(con, capacity: int, min_support: int) -> GovernedMetadata:
+    warehouse.ensure_schema(con)
+    row = con.execute("SELECT state_json FROM governance_state ORDER BY saved_at DESC, version DESC LIMIT 1").fetchone()
+    metadata = GovernedMetadata.model_validate_json(row[0]) if row else GovernedMetadata()
+    return metadata.model_copy(update={"capacity": capacity, "min_support": min_support})
+
+
+@dg.asset(
+    partitions_def=conversation_batches,
+    deps=["raw_dialogues"],
+    group_name="structuring",
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    description="Normalized, scored candidate columns that every conversation of the batch proposes.",
+    metadata={"table": "candidate_schemas", "partition_expr": "batch_key"},
+)
+def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
+    home = sarag_home.home()
+    stats = CallStats()
+    backend = structuring.backend(home, stats)
+    key = context.partition_key
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.ensure_schema(con)
+        raw = warehouse.read_batch(con, "raw_dialogues", key)
+    result = candidate_schema_rows(key, conversations_from_raw(raw), backend)
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.replace_batch(con, "candidate_schemas", key, result.frame)
+        warehouse.replace_failures(con, key, "candidate_schema", _failure_frame(key, result.failures, backend.name))
+    return dg.MaterializeResult(metadata={
+        "backend": backend.name,
+        "conversations": result.stats["conversations"],
+        "candidate_columns": result.stats["candidate_columns"],
+        "distinct_names": result.frame["column_name"].n_unique() if result.frame.height else 0,
+        "failed_conversations": len(result.failures),
+        "dagster/row_count": result.frame.height,
+        **stats.as_metadata(),
+    })
+
+
+@dg.asset(
+    deps=["candidate_schemas"],
+    group_name="structuring",
+    automation_condition=GOVERN_ON_NEW_CANDIDATES,
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    description="The governed metadata M*: columns evolved by KEEP/EXPAND/ADD/MERGE/DELETE from every "
+    "conversation's candidates, versioned (metadata_versions, metadata_operations).",
+    check_specs=[
+        dg.AssetCheckSpec("within_capacity", asset="governed_metadata", blocking=True),
+        dg.AssetCheckSpec("names_snake_case_unique", asset="governed_metadata", blocking=True),
+        dg.AssetCheckSpec("types_canonical", asset="governed_metadata", blocking=True),
+    ],
+)
+def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
+    home = sarag_home.home()
+    stats = CallStats()
+    backend = structuring.backend(home, stats)
+    with warehouse.connect(home.warehouse) as con:
+        before = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
+        unseen = con.execute("""
+            SELECT c.* FROM candidate_schemas c
+            JOIN current_dialogue_versions v USING (dialogue_id, batch_key)
+            WHERE NOT EXISTS (SELECT 1 FROM governance_processed p
+                              WHERE p.dialogue_id = c.dialogue_id AND p.content_hash = c.content_hash)
+            ORDER BY v.landed_at, c.batch_key, c.dialogue_id, c.overall DESC, c.column_name
+        """).pl()
+        next_seq = con.execute("SELECT coalesce(max(seq), 0) FROM metadata_operations").fetchone()[0]
+    evolution = evolve_metadata(before, unseen, backend, next_seq=next_seq)
+    after = evolution.metadata
+    failed = {f.dialogue_id for f in evolution.failures}
+    processed = (
+        unseen.select("dialogue_id", "content_hash", "batch_key").unique()
+        .filter(~pl.col("dialogue_id").is_in(list(failed)))
+        .with_columns(pl.lit(after.version).alias("metadata_version"))
+    )
+    with warehouse.connect(home.warehouse) as con:
+        con.execute("BEGIN TRANSACTION")
+        if evolution.versions:
+            warehouse.append_rows(con, "metadata_versions",
+                                  pl.DataFrame([metadata_version_row(v, backend.name) for v in evolution.versions]))
+        warehouse.append_rows(con, "metadata_operations", pl.DataFrame(
+            evolution.operations, schema=warehouse.polars_schema("metadata_operations")))
+        warehouse.append_rows(con, "governance_processed", processed)
+        warehouse.append_rows(con, "governance_state", pl.DataFrame([{
+            "version": after.version, "state_json": after.model_dump_json(), "saved_at": datetime.now(timezone.utc)}]))
+        con.execute("COMMIT")
+        warehouse.refresh_conversation_table(con, [(c.name, c.type) for c in after.columns])
+    fingerprint = governance.fingerprint(after)
+    ops = pl.DataFrame(evolution.operations, schema=warehouse.polars_schema("metadata_operations"))
+    columns_md = "\n".join(
+        f"| {c.name} | {c.type} | {c.support} | {c.mean_score:.2f} | {', '.join(c.aliases)} | {c.meaning[:80]} |"
+        for c in after.columns
+    )
+    yield dg.MaterializeResult(
+        data_version=dg.DataVersion(fingerprint),
+        metadata={
+            "version": after.version,
+            METADATA_FINGERPRINT: fingerprint,
+            "columns": len(after.columns),
+            "capacity": after.capacity,
+            "conversations_governed": evolution.processed,
+            "operations": dict(ops.group_by("operation").len().iter_rows()) if ops.height else {},
+            "failed_conversations": len(evolution.failures),
+            "pending_concepts": len(after.pending),
+            "metadata": dg.MetadataValue.md(
+                "| column | type | support | mean score | aliases | meaning |\n|---|---|---|---|---|---|\n" + columns_md
+            ),
+            **stats.as_metadata(),
+        },
+    )
+    for outcome in metadata_rules([c.model_dump() for c in after.columns], after.capacity):
+        yield dg.AssetCheckResult(check_name=outcome.name, passed=outcome.passed, description=outcome.description,
+                                  metadata=outcome.metadata)
+
+
+@dg.asset(
+    partitions_def=conversation_batches,
+    deps=["raw_dialogues", "governed_metadata"],
+    group_name="structuring",
+    automation_condition=ON_DEPENDENCY_CHANGE,
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    description="Every conversation's row against the current M*, each value through the semantic and the "
+    "structural gate (stored long; the view conversation_table is the wide form).",
+    metadata={"table": "validated_rows", "partition_expr": "batch_key"},
+    check_specs=[
+        dg.AssetCheckSpec("values_pass_both_gates", asset="validated_rows", blocking=True),
+        dg.AssetCheckSpec("gate_rates", asset="validated_rows"),
+        dg.AssetCheckSpec("sparse_columns", asset="validated_rows"),
+        dg.AssetCheckSpec("structuring_failures", asset="validated_rows"),
+    ],
+)
+def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
+    home = sarag_home.home()
+    stats = CallStats()
+    backend = structuring.backend(home, stats)
+    key = context.partition_key
+    with warehouse.connect(home.warehouse) as con:
+        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        raw = warehouse.read_batch(con, "raw_dialogues", key)
+        existing = warehouse.read_batch(con, "validated_rows", key)
+    result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend)
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.replace_batch(con, "validated_rows", key, result.frame)
+        warehouse.replace_failures(con, key, "extract_row", _failure_frame(key, result.failures, backend.name))
+        n_failed = con.execute(
+            "SELECT count(DISTINCT dialogue_id) FROM structuring_failures WHERE batch_key = ?", [key]).fetchone()[0]
+        stored = warehouse.read_batch(con, "validated_rows", key)
+        warehouse.refresh_conversation_table(con, [(c.name, c.type) for c in metadata.columns])
+    yield dg.MaterializeResult(metadata={
+        "backend": backend.name,
+        "metadata_version": metadata.version,
+        METADATA_FINGERPRINT: governance.fingerprint(metadata),
+        "conversations": stored["dialogue_id"].n_unique() if stored.height else 0,
+        "extracted_cells": result.stats["extracted_cells"],
+        "carried_over_cells": result.stats["carried_cells"],
+        "non_null_values": stored.filter(pl.col("value").is_not_null()).height,
+        "failed_conversations": len(result.failures),
+        "dagster/row_count": stored.height,
+        **stats.as_metadata(),
+    })
+    for outcome in validated_row_rules(stored.filter(pl.col("metadata_version") == metadata.version), n_failed):
+        yield dg.AssetCheckResult(
+            check_name=outcome.name, passed=outcome.passed, description=outcome.description, metadata=outcome.metadata,
+            severity=dg.AssetCheckSeverity.WARN if outcome.name in ("sparse_columns", "structuring_failures")
+            else dg.AssetCheckSeverity.ERROR,
+        )
+
+
+def stale_row_partitions(instance: dg.DagsterInstance, partition_keys: list[str]) -> list[str]:
+    """Batches whose validated_rows were built against another M* than the current one (or never)."""
+    latest = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata"))
+    if latest is None:
+        return []
+    current = latest.asset_materialization.metadata[METADATA_FINGERPRINT].value
+    stale = []
+    for key in partition_keys:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey("validated_rows"), asset_partitions=[key]), limit=1
+        ).records
+        built_against = records[0].asset_materialization.metadata.get(METADATA_FINGERPRINT) if records else None
+        if built_against is None or built_against.value != current:
+            stale.append(key)
+    return stale

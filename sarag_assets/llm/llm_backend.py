@@ -1,0 +1,766 @@
+"""The LLM structuring backend: every `StructuringBackend` step as one structured call over
+`StructuredLLM` (instructor over the openai client, any OpenAI-compatible endpoint). No Dagster imports.
+
+Calls per conversation (what the pipeline spends, cache misses only; cache hits cost no request):
+
+- `candidate_schema(conv)`: **1** call that proposes, normalizes and scores together, followed by a
+  deterministic local pass (`normalize.py`: snake_case + synonym names, canonical types, dedupe);
+- `extract_row(conv, M*)`: **1** call (none when M* has no columns);
+- `judge_row(conv, M*, row)`: **1** call (none when the row has no non-null value);
+- `decide_governance(M*, candidates)`: **1** call per conversation whose candidates bring a name not
+  already in M* (as a column name or alias). When every candidate already matches, or there are none,
+  the decision (KEEP per candidate) is made locally with no call, so a pipeline need not skip it itself.
+
+So 3 calls per conversation, plus 1 for governance while the metadata is still evolving. Each call
+may cost more HTTP requests on transport retries or validation re-asks (counted in `CallStats`).
+`propose_columns`, `normalize_columns` and `score_columns` also work on their own (1 call each, none
+for an empty list) but the pipeline uses `candidate_schema` instead of chaining them.
+
+Prompt hygiene: the instructions (`prompts.py`) hold no conversation text; the conversation, and the
+metadata, candidates and rows that accompany it, travel only as delimited data in the user message
+(`StructuredLLM.complete(user_data=...)`; JSON inside the block for structured parts).
+
+Validation beyond the JSON schema happens in the internal response models below, so instructor re-asks
+with a useful error: scores within 0..1, non-empty names and meanings, types that map to a canonical
+type, constraint patterns that compile, minimum <= maximum, scores/judgements for every column asked
+about, governance operations naming existing columns or candidates and staying within capacity.
+Harmless deviations are repaired rather than re-asked: column names are matched case- and
+spelling-insensitively, values for columns not in M* are dropped, missing row values become null,
+numbers given for string fields are turned into strings.
+
+Errors: `LLMCallFailed` (after the call layer's retries) propagates unchanged; the caller records the
+conversation as failed and goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from sarag_assets.llm import prompts
+from sarag_assets.llm.client import CallStats, LLMSettings, StructuredLLM
+from sarag_assets.llm.interface import (
+    CANONICAL_TYPES,
+    CandidateColumn,
+    CandidateSchema,
+    ColumnConstraints,
+    ColumnScore,
+    ConversationInput,
+    ExtractedRow,
+    ExtractedValue,
+    GovernanceDecision,
+    GovernanceOperation,
+    GovernedMetadata,
+    MetadataColumn,
+    Operation,
+    RowJudgement,
+    ScoredColumn,
+    ValueJudgement,
+)
+from sarag_assets.llm.normalize import canonical_name, canonical_type, dedupe_scored, normalize_candidates, snake_case
+
+__all__ = ["LLMBackend"]
+
+_TYPES_TEXT = ", ".join(CANONICAL_TYPES)
+_NULL_WORDS = frozenset({"", "null", "none", "n/a", "na", "unknown", "not mentioned", "not stated", "not specified", "-"})
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ---------------------------------------------------------------------------------------------------
+# small coercions shared by the response models
+
+
+def _text_or_none(value: Any) -> Any:
+    """Scalars and lists the model may send for a string field, as a string; null-words as None."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, list):
+        parts = [str(_text_or_none(v)) for v in value if _text_or_none(v) is not None]
+        value = ", ".join(parts)
+    if isinstance(value, str):
+        text = value.strip()
+        return None if text.lower() in _NULL_WORDS else text
+    return value  # anything else: let the field's own validation complain
+
+
+def _required_text(value: Any, what: str) -> str:
+    text = str(value or "").strip()
+    if not text:
+        raise ValueError(f"{what} must not be empty")
+    return text
+
+
+class _NameIndex:
+    """Resolves names the model writes to the names it was given: exact, then canonical form
+    (case, spacing, punctuation, known synonyms), then a listed alias."""
+
+    def __init__(self, names: Iterable[str], aliases: Mapping[str, Iterable[str]] | None = None):
+        self.names: tuple[str, ...] = tuple(dict.fromkeys(names))
+        self._lookup: dict[str, str] = {}
+        for name in self.names:
+            self._lookup.setdefault(name, name)
+        for name in self.names:
+            self._lookup.setdefault(canonical_name(name), name)
+            self._lookup.setdefault(snake_case(name), name)
+        for name, alias_list in (aliases or {}).items():
+            for alias in alias_list:
+                self._lookup.setdefault(alias, name)
+                self._lookup.setdefault(canonical_name(alias), name)
+
+    def resolve(self, name: str) -> str | None:
+        text = str(name).strip()
+        return self._lookup.get(text) or self._lookup.get(canonical_name(text)) or self._lookup.get(snake_case(text))
+
+    def listing(self) -> str:
+        return ", ".join(self.names) if self.names else "(none)"
+
+
+# ---------------------------------------------------------------------------------------------------
+# internal response models (what the model answers; converted to the interface models afterwards)
+
+
+class ConstraintsAnswer(ColumnConstraints):
+    @field_validator("allowed_values", mode="before")
+    @classmethod
+    def _allowed_as_text(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, list):
+            value = [value]
+        cleaned = [str(_text_or_none(v)) for v in value if _text_or_none(v) is not None]
+        return list(dict.fromkeys(cleaned)) or None
+
+    @field_validator("pattern", mode="before")
+    @classmethod
+    def _pattern_compiles(cls, value: Any) -> Any:
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        try:
+            re.compile(str(value))
+        except re.error as exc:
+            raise ValueError(f"pattern {value!r} is not a valid regular expression ({exc}); fix it or use null") from None
+        return str(value)
+
+    @model_validator(mode="after")
+    def _limits_consistent(self) -> "ConstraintsAnswer":
+        if self.minimum is not None and self.maximum is not None and self.minimum > self.maximum:
+            raise ValueError(f"minimum {self.minimum} is greater than maximum {self.maximum}")
+        if self.max_length is not None and self.max_length < 1:
+            raise ValueError("max_length must be at least 1 (or null)")
+        return self
+
+    def plain(self) -> ColumnConstraints:
+        return ColumnConstraints(**self.model_dump())
+
+
+class ScoreAnswer(BaseModel):
+    relevance: float = Field(ge=0, le=1, description="0..1: how central the column is to the conversation's problem")
+    answerability: float = Field(ge=0, le=1, description="0..1: how well the conversation supplies a value")
+    overall: float = Field(ge=0, le=1, description="0..1: how much the column is worth in the corpus table")
+    justification: str = Field("", description="one short line")
+
+    @field_validator("justification", mode="before")
+    @classmethod
+    def _justification_text(cls, value: Any) -> Any:
+        return "" if value is None else str(value).strip()
+
+    def plain(self) -> ColumnScore:
+        return ColumnScore(**self.model_dump())
+
+
+class ProposedColumn(BaseModel):
+    """A column as proposed (free-form name and type, both non-empty)."""
+
+    name: str = Field(description="lower snake_case column name")
+    type: str = Field(description=f"one of {_TYPES_TEXT}")
+    meaning: str = Field(description="what the column holds, one sentence")
+    constraints: ConstraintsAnswer = Field(default_factory=ConstraintsAnswer)
+    note: str = Field("", description="where in the conversation the value comes from (turn numbers)")
+    example_value: str | None = Field(None, description="this conversation's value, verbatim where possible; null if absent")
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name(cls, value: Any) -> str:
+        return _required_text(value, "column name")
+
+    @field_validator("type", mode="before")
+    @classmethod
+    def _type(cls, value: Any) -> str:
+        return _required_text(value, "column type")
+
+    @field_validator("meaning", mode="before")
+    @classmethod
+    def _meaning(cls, value: Any) -> str:
+        return _required_text(value, "column meaning")
+
+    @field_validator("constraints", mode="before")
+    @classmethod
+    def _constraints(cls, value: Any) -> Any:
+        return {} if value is None else value
+
+    @field_validator("note", mode="before")
+    @classmethod
+    def _note(cls, value: Any) -> Any:
+        return "" if value is None else _text_or_none(value) or ""
+
+    @field_validator("example_value", mode="before")
+    @classmethod
+    def _example(cls, value: Any) -> Any:
+        return _text_or_none(value)
+
+    def candidate(self) -> CandidateColumn:
+        return CandidateColumn(
+            name=self.name,
+            type=self.type,
+            meaning=self.meaning,
+            constraints=self.constraints.plain(),
+            note=self.note,
+            example_value=self.example_value,
+        )
+
+
+class NormalizedColumn(ProposedColumn):
+    """A proposed column whose name is snake_case (synonyms resolved) and whose type is canonical."""
+
+    @model_validator(mode="after")
+    def _normalized(self) -> "NormalizedColumn":
+        name = canonical_name(self.name)
+        if not name:
+            raise ValueError(f"column name {self.name!r} has no letters or digits; use a lower snake_case name")
+        kind = canonical_type(self.type)
+        if kind is None:
+            raise ValueError(f"column {name!r}: type {self.type!r} is not one of {_TYPES_TEXT}")
+        self.name, self.type = name, kind
+        return self
+
+
+class ScoredColumnAnswer(NormalizedColumn):
+    score: ScoreAnswer
+
+    def scored(self) -> ScoredColumn:
+        return ScoredColumn(
+            name=self.name,
+            type=self.type,  # canonical (validated)
+            meaning=self.meaning,
+            constraints=self.constraints.plain(),
+            note=self.note,
+            example_value=self.example_value,
+            score=self.score.plain(),
+        )
+
+
+class CandidateSchemaAnswer(BaseModel):
+    """candidate_schema: the problem and the proposed, normalized, scored columns, in one answer."""
+
+    problem: str = Field(description="the conversation's problem in one sentence")
+    columns: list[ScoredColumnAnswer]
+
+    @field_validator("problem", mode="before")
+    @classmethod
+    def _problem(cls, value: Any) -> str:
+        return _required_text(value, "problem")
+
+
+class ProposedColumns(BaseModel):
+    columns: list[ProposedColumn]
+
+
+class NormalizedColumns(BaseModel):
+    columns: list[NormalizedColumn]
+
+
+# -- answers checked against what was asked (bound to the call's names by `_bound`) -----------------
+
+
+class ColumnScoreAnswer(BaseModel):
+    column: str = Field(description="the column's name, exactly as given")
+    relevance: float = Field(ge=0, le=1, description="0..1: how central the column is to the conversation's problem")
+    answerability: float = Field(ge=0, le=1, description="0..1: how well the conversation supplies a value")
+    overall: float = Field(ge=0, le=1, description="0..1: how much the column is worth in the corpus table")
+    justification: str = Field("", description="one short line")
+
+    @field_validator("justification", mode="before")
+    @classmethod
+    def _justification_text(cls, value: Any) -> Any:
+        return "" if value is None else str(value).strip()
+
+    def plain(self) -> ColumnScore:
+        return ColumnScore(**self.model_dump(exclude={"column"}))
+
+
+class ColumnScores(BaseModel):
+    expected: ClassVar[_NameIndex | None] = None
+    scores: list[ColumnScoreAnswer]
+
+    @model_validator(mode="after")
+    def _every_column_once(self) -> "ColumnScores":
+        index = type(self).expected
+        if index is None:
+            return self
+        seen: dict[str, ColumnScoreAnswer] = {}
+        for item in self.scores:
+            name = index.resolve(item.column)
+            if name is not None and name not in seen:
+                seen[name] = item.model_copy(update={"column": name})
+        missing = [n for n in index.names if n not in seen]
+        if missing:
+            raise ValueError(f"no score for column(s) {', '.join(missing)}; score every listed column exactly once: {index.listing()}")
+        self.scores = [seen[n] for n in index.names]
+        return self
+
+
+class RowValueAnswer(BaseModel):
+    column: str = Field(description="the column's name, exactly as given")
+    value: str | None = Field(None, description="the value this conversation gives, in the column's type; null if it does not say")
+    evidence: str | None = Field(None, description="shortest verbatim excerpt supporting the value; null when value is null")
+
+    @field_validator("value", "evidence", mode="before")
+    @classmethod
+    def _as_text(cls, value: Any) -> Any:
+        return _text_or_none(value)
+
+
+class RowValues(BaseModel):
+    expected: ClassVar[_NameIndex | None] = None
+    values: list[RowValueAnswer]
+
+    @model_validator(mode="after")
+    def _metadata_columns_only(self) -> "RowValues":
+        index = type(self).expected
+        if index is None:
+            return self
+        kept: dict[str, RowValueAnswer] = {}
+        for item in self.values:
+            name = index.resolve(item.column)
+            if name is None:
+                continue  # not a metadata column: dropped
+            if name not in kept or (kept[name].value is None and item.value is not None):
+                kept[name] = item.model_copy(update={"column": name})
+        self.values = [kept[n] for n in index.names if n in kept]
+        return self
+
+
+class ValueJudgementAnswer(BaseModel):
+    column: str = Field(description="the column's name, exactly as given")
+    supported: bool = Field(description="true only if the conversation states or directly implies the value")
+    reason: str = Field("", description="one line, citing the turn")
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        return "" if value is None else str(value).strip()
+
+
+class ValueJudgements(BaseModel):
+    expected: ClassVar[_NameIndex | None] = None
+    judgements: list[ValueJudgementAnswer]
+
+    @model_validator(mode="after")
+    def _every_value_once(self) -> "ValueJudgements":
+        index = type(self).expected
+        if index is None:
+            return self
+        seen: dict[str, ValueJudgementAnswer] = {}
+        for item in self.judgements:
+            name = index.resolve(item.column)
+            if name is not None and name not in seen:
+                seen[name] = item.model_copy(update={"column": name})
+        missing = [n for n in index.names if n not in seen]
+        if missing:
+            raise ValueError(f"no judgement for column(s) {', '.join(missing)}; judge every listed column exactly once: {index.listing()}")
+        self.judgements = [seen[n] for n in index.names]
+        return self
+
+
+class OperationAnswer(BaseModel):
+    operation: Operation
+    columns: list[str] = Field(description="KEEP/ADD/DELETE: [name]; EXPAND: [existing, new]; MERGE: [merged..., surviving]")
+    candidate: str | None = Field(None, description="the candidate that causes this operation, or null")
+    reason: str = Field(description="one short line")
+
+    @field_validator("operation", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [value]
+        if isinstance(value, list):
+            value = [str(v).strip() for v in value if v is not None and str(v).strip()]
+        return value
+
+    @field_validator("candidate", mode="before")
+    @classmethod
+    def _candidate(cls, value: Any) -> Any:
+        return _text_or_none(value)
+
+    @field_validator("reason", mode="before")
+    @classmethod
+    def _reason(cls, value: Any) -> Any:
+        return "" if value is None else str(value).strip()
+
+
+class GovernanceOperations(BaseModel):
+    existing: ClassVar[_NameIndex | None] = None
+    candidates: ClassVar[_NameIndex | None] = None
+    capacity: ClassVar[int] = 0
+    operations: list[OperationAnswer]
+
+    @model_validator(mode="after")
+    def _names_and_capacity(self) -> "GovernanceOperations":
+        existing, candidates = type(self).existing, type(self).candidates
+        if existing is None or candidates is None:
+            return self
+        errors: list[str] = []
+        cleaned: list[OperationAnswer] = []
+        claimed: dict[str, int] = {}
+
+        def known(name: str) -> str | None:
+            return existing.resolve(name) or candidates.resolve(name)
+
+        for i, op in enumerate(self.operations):
+            where = f"operations[{i}] ({op.operation})"
+            cols = list(op.columns)
+            candidate = None
+            if op.candidate is not None:
+                candidate = candidates.resolve(op.candidate)
+                if candidate is None:
+                    errors.append(f"{where}: candidate {op.candidate!r} is not a candidate ({candidates.listing()})")
+                    continue
+            if not cols:
+                errors.append(f"{where}: columns must not be empty")
+                continue
+            if op.operation in ("EXPAND", "MERGE"):
+                if len(cols) < 2:
+                    errors.append(f"{where}: columns must be [{'existing, new' if op.operation == 'EXPAND' else 'merged..., surviving'}]")
+                    continue
+                if op.operation == "EXPAND" and len(cols) != 2:
+                    errors.append(f"{where}: columns must be exactly [existing name, new name]")
+                    continue
+                *olds, new = cols
+                resolved = [known(c) for c in olds]
+                bad = [c for c, r in zip(olds, resolved) if r is None]
+                if bad:
+                    errors.append(f"{where}: unknown column(s) {', '.join(bad)}; use existing columns ({existing.listing()}) or candidates ({candidates.listing()})")
+                    continue
+                if op.operation == "EXPAND" and existing.resolve(olds[0]) is None:
+                    errors.append(f"{where}: {olds[0]!r} is not an existing column ({existing.listing()})")
+                    continue
+                survivor = known(new) or snake_case(new)
+                if not survivor:
+                    errors.append(f"{where}: new name {new!r} has no letters or digits")
+                    continue
+                cols = [*resolved, survivor]  # type: ignore[list-item]
+            else:  # KEEP, ADD, DELETE
+                resolved = [known(c) for c in cols]
+                bad = [c for c, r in zip(cols, resolved) if r is None]
+                if bad:
+                    errors.append(f"{where}: unknown column(s) {', '.join(bad)}; use existing columns ({existing.listing()}) or candidates ({candidates.listing()})")
+                    continue
+                cols = list(dict.fromkeys(r for r in resolved if r is not None))
+                if op.operation == "ADD":
+                    if len(cols) != 1:
+                        errors.append(f"{where}: ADD takes exactly one candidate name")
+                        continue
+                    if candidates.resolve(cols[0]) != cols[0] or existing.resolve(cols[0]) is not None:
+                        errors.append(f"{where}: {cols[0]!r} is not a new candidate; ADD only candidates no existing column covers (use KEEP for a match)")
+                        continue
+                    candidate = candidate or cols[0]
+                else:
+                    not_existing = [c for c in cols if existing.resolve(c) is None]
+                    if not_existing:
+                        errors.append(f"{where}: {', '.join(not_existing)} not existing column(s) ({existing.listing()})")
+                        continue
+                    if op.operation == "KEEP" and candidate is None:
+                        continue  # restating an untouched column: nothing to record
+            if candidate is not None:
+                if candidate in claimed:
+                    errors.append(f"{where}: candidate {candidate!r} already has operations[{claimed[candidate]}]; give each candidate at most one operation")
+                    continue
+                claimed[candidate] = i
+            cleaned.append(op.model_copy(update={"columns": cols, "candidate": candidate}))
+
+        if not errors:
+            size = _size_after(existing.names, cleaned)
+            if size > type(self).capacity:
+                errors.append(
+                    f"these operations leave {size} columns, above the capacity of {type(self).capacity}; "
+                    f"drop the weakest ADDs or free slots with MERGE/DELETE"
+                )
+        if errors:
+            raise ValueError("; ".join(errors))
+        self.operations = cleaned
+        return self
+
+
+def _size_after(existing: Iterable[str], operations: Iterable[OperationAnswer]) -> int:
+    """How many columns M* has after applying `operations` in order (set semantics)."""
+    columns = set(existing)
+    for op in operations:
+        if op.operation == "ADD":
+            columns.add(op.columns[0])
+        elif op.operation == "DELETE":
+            columns.difference_update(op.columns)
+        elif op.operation in ("EXPAND", "MERGE"):
+            columns.difference_update(op.columns[:-1])
+            columns.add(op.columns[-1])
+    return len(columns)
+
+
+def _bound(model: type[M], **context: Any) -> type[M]:
+    """`model` with its ClassVars set for one call (same class name, so the same tool/schema title)."""
+    return type(model.__name__, (model,), {**context, "__module__": __name__, "__doc__": model.__doc__})
+
+
+def _index(names: Iterable[str], aliases: Iterable[tuple[str, tuple[str, ...]]] = ()) -> _NameIndex:
+    return _NameIndex(names, dict(aliases))
+
+
+# One bound class per distinct set of names (M* changes rarely, so these are reused across calls).
+@lru_cache(maxsize=256)
+def _scores_model(names: tuple[str, ...]) -> type[ColumnScores]:
+    return _bound(ColumnScores, expected=_index(names))
+
+
+@lru_cache(maxsize=256)
+def _row_model(names: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...]) -> type[RowValues]:
+    return _bound(RowValues, expected=_index(names, aliases))
+
+
+@lru_cache(maxsize=256)
+def _judgement_model(names: tuple[str, ...]) -> type[ValueJudgements]:
+    return _bound(ValueJudgements, expected=_index(names))
+
+
+@lru_cache(maxsize=256)
+def _governance_model(
+    existing: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...], candidates: tuple[str, ...], capacity: int
+) -> type[GovernanceOperations]:
+    return _bound(GovernanceOperations, existing=_index(existing, aliases), candidates=_index(candidates), capacity=capacity)
+
+
+# ---------------------------------------------------------------------------------------------------
+# data blocks (everything the model works on, sent as delimited data)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _constraints_data(constraints: ColumnConstraints) -> dict[str, Any]:
+    return {k: v for k, v in constraints.model_dump().items() if v is not None}
+
+
+def _column_data(column: MetadataColumn | CandidateColumn | ScoredColumn) -> dict[str, Any]:
+    data: dict[str, Any] = {"name": column.name, "type": column.type, "meaning": column.meaning}
+    if constraints := _constraints_data(column.constraints):
+        data["constraints"] = constraints
+    return data
+
+
+def _conversation_data(conversation: ConversationInput) -> str:
+    return f"## conversation\n{conversation.transcript()}"
+
+
+def _with_json(conversation: ConversationInput, title: str, payload: Any) -> str:
+    return f"{_conversation_data(conversation)}\n\n## {title} (JSON)\n{_json(payload)}"
+
+
+def _aliases(metadata: GovernedMetadata) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return tuple((c.name, tuple(c.aliases)) for c in metadata.columns if c.aliases)
+
+
+# ---------------------------------------------------------------------------------------------------
+# the backend
+
+
+class LLMBackend:
+    """`StructuringBackend` over one OpenAI-compatible endpoint. Thread-safe (no state besides the
+    shared `StructuredLLM`, whose stats and cache lock themselves)."""
+
+    def __init__(self, llm: StructuredLLM):
+        self.llm = llm
+        self.name = f"llm/{llm.settings.model}"
+
+    @classmethod
+    def from_settings(cls, settings: LLMSettings, *, cache: Any = None, stats: CallStats | None = None) -> "LLMBackend":
+        return cls(StructuredLLM(settings, cache, stats))
+
+    @property
+    def stats(self) -> CallStats:
+        return self.llm.stats
+
+    def close(self) -> None:
+        self.llm.close()
+
+    def __repr__(self) -> str:
+        return f"LLMBackend({self.name!r}, mode={self.llm.settings.mode!r})"
+
+    def _complete(self, system: str, user_data: str, response_model: type[M], task: str, data_tag: str = "conversation") -> M:
+        return self.llm.complete(system=system, user_data=user_data, response_model=response_model, task=task, data_tag=data_tag)
+
+    # -- candidate columns ---------------------------------------------------------------------------
+
+    def candidate_schema(self, conversation: ConversationInput) -> CandidateSchema:
+        """One call: propose, normalize and score; then the local normalization pass."""
+        answer = self._complete(
+            prompts.CANDIDATE_SCHEMA,
+            _conversation_data(conversation),
+            CandidateSchemaAnswer,
+            f"candidate_schema[{conversation.dialogue_id}]",
+        )
+        columns = dedupe_scored(c.scored() for c in answer.columns)
+        return CandidateSchema(dialogue_id=conversation.dialogue_id, problem=answer.problem, columns=columns, backend=self.name)
+
+    def propose_columns(self, conversation: ConversationInput) -> list[CandidateColumn]:
+        answer = self._complete(
+            prompts.PROPOSE_COLUMNS,
+            _conversation_data(conversation),
+            ProposedColumns,
+            f"propose_columns[{conversation.dialogue_id}]",
+        )
+        return [c.candidate() for c in answer.columns]
+
+    def normalize_columns(self, columns: list[CandidateColumn]) -> list[CandidateColumn]:
+        if not columns:
+            return []
+        payload = [
+            {**_column_data(c), "type": c.type, "note": c.note, "example_value": c.example_value} for c in columns
+        ]
+        answer = self._complete(
+            prompts.NORMALIZE_COLUMNS, _json(payload), NormalizedColumns, "normalize_columns", data_tag="candidates"
+        )
+        return normalize_candidates(c.candidate() for c in answer.columns)
+
+    def score_columns(self, conversation: ConversationInput, columns: list[CandidateColumn]) -> list[ColumnScore]:
+        """One score per input column, in input order (columns sharing a name share a score)."""
+        if not columns:
+            return []
+        names = tuple(dict.fromkeys(c.name for c in columns))
+        answer = self._complete(
+            prompts.SCORE_COLUMNS,
+            _with_json(conversation, "candidate columns", [_column_data(c) for c in columns]),
+            _scores_model(names),
+            f"score_columns[{conversation.dialogue_id}]",
+        )
+        by_name = {s.column: s.plain() for s in answer.scores}
+        return [by_name[c.name] for c in columns]
+
+    # -- governance ----------------------------------------------------------------------------------
+
+    def decide_governance(self, metadata: GovernedMetadata, candidates: CandidateSchema) -> GovernanceDecision:
+        """One call, unless every candidate already matches a column of M* (by name or alias): then
+        KEEP per candidate, decided locally."""
+        existing = _index((c.name for c in metadata.columns), _aliases(metadata))
+        matches = {c.name: existing.resolve(c.name) for c in candidates.columns}
+        scores = {c.name: c.score for c in candidates.columns}
+        if all(m is not None for m in matches.values()):
+            operations = [
+                GovernanceOperation(
+                    operation="KEEP",
+                    columns=[column],
+                    candidate=name,
+                    scores=scores[name],
+                    reason=f"candidate {name!r} matches the existing column {column!r}",
+                )
+                for name, column in matches.items()
+                if column is not None
+            ]
+            return GovernanceDecision(operations=operations, backend=self.name)
+
+        payload = {
+            "capacity": metadata.capacity,
+            "current_column_count": len(metadata.columns),
+            "current_columns": [
+                {**_column_data(c), "aliases": c.aliases, "support": c.support, "mean_score": round(c.mean_score, 3)}
+                for c in metadata.columns
+            ],
+            "conversation_problem": candidates.problem,
+            "candidates": [
+                {
+                    **_column_data(c),
+                    "example_value": c.example_value,
+                    "relevance": c.score.relevance,
+                    "answerability": c.score.answerability,
+                    "overall": c.score.overall,
+                }
+                for c in candidates.columns
+            ],
+        }
+        model = _governance_model(
+            tuple(c.name for c in metadata.columns),
+            _aliases(metadata),
+            tuple(c.name for c in candidates.columns),
+            metadata.capacity,
+        )
+        answer = self._complete(
+            prompts.GOVERNANCE, _json(payload), model, f"decide_governance[{candidates.dialogue_id}]", data_tag="governance_data"
+        )
+        operations = [
+            GovernanceOperation(
+                operation=op.operation,
+                columns=op.columns,
+                candidate=op.candidate,
+                scores=scores.get(op.candidate) if op.candidate else None,
+                reason=op.reason,
+            )
+            for op in answer.operations
+        ]
+        return GovernanceDecision(operations=operations, backend=self.name)
+
+    # -- rows ----------------------------------------------------------------------------------------
+
+    def extract_row(self, conversation: ConversationInput, metadata: GovernedMetadata) -> ExtractedRow:
+        """One value per metadata column, in M* order; null where the conversation does not say."""
+        names = [c.name for c in metadata.columns]
+        found: dict[str, RowValueAnswer] = {}
+        if names:
+            answer = self._complete(
+                prompts.EXTRACT_ROW,
+                _with_json(conversation, "table columns", [_column_data(c) for c in metadata.columns]),
+                _row_model(tuple(names), _aliases(metadata)),
+                f"extract_row[{conversation.dialogue_id}]",
+            )
+            found = {v.column: v for v in answer.values}
+        values = []
+        for name in names:
+            item = found.get(name)
+            value = item.value if item is not None else None
+            evidence = item.evidence if item is not None and value is not None else None
+            values.append(ExtractedValue(column=name, value=value, evidence=evidence))
+        return ExtractedRow(dialogue_id=conversation.dialogue_id, values=values, backend=self.name)
+
+    def judge_row(self, conversation: ConversationInput, metadata: GovernedMetadata, row: ExtractedRow) -> RowJudgement:
+        """One judgement per non-null value of `row`, in row order (null values need none)."""
+        to_judge = list({v.column: v for v in row.values if v.value is not None}.values())
+        judgements: list[ValueJudgement] = []
+        if to_judge:
+            payload = []
+            for v in to_judge:
+                column = metadata.column(v.column)
+                item: dict[str, Any] = {"column": v.column}
+                if column is not None:
+                    item.update(type=column.type, meaning=column.meaning)
+                item.update(value=v.value, evidence=v.evidence)
+                payload.append(item)
+            answer = self._complete(
+                prompts.JUDGE_ROW,
+                _with_json(conversation, "extracted row", payload),
+                _judgement_model(tuple(v.column for v in to_judge)),
+                f"judge_row[{row.dialogue_id}]",
+            )
+            judgements = [ValueJudgement(column=j.column, supported=j.supported, reason=j.reason) for j in answer.judgements]
+        return RowJudgement(dialogue_id=row.dialogue_id, judgements=judgements, backend=self.name)
