@@ -167,6 +167,27 @@ class _RawTurn:
     role: Role | None = None  # decided by the source (explicit field or a format-level rule)
 
 
+# An opening turn that offers help ("how can I help you?") is a helper's, not the asker's.
+_OFFERS_HELP = re.compile(
+    r"\b(?:how|what)\s+(?:can|may|could|shall)\s+(?:i|we)\s+(?:help|assist|do\s+for)"
+    r"|\b(?:thanks?|thank\s+you)\s+for\s+(?:contacting|reaching\s+out|calling|getting\s+in\s+touch)"
+    r"|\b(?:welcome\s+to|you(?:'ve|\s+have)\s+reached)\b"
+    r"|\bhere\s+(?:from|at|with)\s+[A-Z]"  # "Dana here from ShopSphere"
+    r"|\bwhat(?:'s|\s+is|\s+seems\s+to\s+be)\s+(?:going\s+on|the\s+(?:issue|problem|trouble))",
+    re.IGNORECASE,
+)
+
+
+def _asking_speaker(turns: list[_RawTurn]) -> str:
+    """The speaker who brings the problem: the opener, unless the opener only offers help."""
+    opener = turns[0].speaker
+    if _OFFERS_HELP.search(turns[0].text):
+        for t in turns[1:]:
+            if t.speaker != opener:
+                return t.speaker
+    return opener
+
+
 def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
     """Roles for turns whose role is not fixed yet; returns (roles, how they were inferred).
 
@@ -200,8 +221,8 @@ def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
                 f"speakers of the conversation are ({', '.join(repr(k) for k in known)}); "
                 "give those turns an explicit 'role'"
             )
-        opener = turns[0].speaker
-        return ["user" if t.speaker == opener else "agent" for t in turns], "opener"
+        asker = _asking_speaker(turns)
+        return ["user" if t.speaker == asker else "agent" for t in turns], "opener"
     if all(t.role is not None for t in turns):
         return [t.role for t in turns], "explicit"  # type: ignore[misc]
     return roles, "vocabulary"  # type: ignore[return-value]

@@ -695,3 +695,18 @@ def test_an_internal_error_becomes_a_file_level_quarantine(monkeypatch):
     parsed = parse_file(JSONL)
     assert parsed.records_landed == 1 and not parsed.conversations
     assert only_reason(parsed) == "unexpected parser error (a bug in sarag, please report): KeyError: 'boom'"
+
+
+@pytest.mark.parametrize(
+    "greeting",
+    ["Hi, how can I help you today?", "Thanks for contacting Acme support!", "Dana here from ShopSphere. What's going on?"],
+)
+def test_name_labeled_chat_opened_by_the_helper_makes_the_second_speaker_the_user(tmp_path, greeting):
+    path = tmp_path / "chat.jsonl"
+    path.write_text(json.dumps({"dialogue_id": "c", "turns": [
+        {"speaker": "Dana", "text": greeting},
+        {"speaker": "mike_77", "text": "my blender will not turn on"},
+        {"speaker": "Dana", "text": "Please check the lid lock."},
+    ]}) + "\n", encoding="utf-8")
+    (conv,) = parse_file(path).conversations
+    assert [t.role for t in conv.turns] == ["agent", "user", "agent"]
