@@ -7,9 +7,9 @@ Calls per conversation (what the pipeline spends, cache misses only; cache hits 
   deterministic local pass (`normalize.py`: snake_case + synonym names, canonical types, dedupe);
 - `extract_row(conv, M*)`: **1** call (none when M* has no columns);
 - `judge_row(conv, M*, row)`: **1** call (none when the row has no non-null value);
-- `decide_governance(M*, candidates)`: **1** call per conversation whose candidates bring a name not
-  already in M* (as a column name or alias). When every candidate already matches, or there are none,
-  the decision (KEEP per candidate) is made locally with no call, so a pipeline need not skip it itself.
+- `decide_governance(M*, candidates)`: **1** call (none when there are no candidates). The pipeline
+  (`core.structuring.evolve_metadata`) calls it only for a conversation whose candidates bring a name
+  not already in M* (as a column name or alias); otherwise it records the KEEPs itself.
 
 So 3 calls per conversation, plus 1 for governance while the metadata is still evolving. Each call
 may cost more HTTP requests on transport retries or validation re-asks (counted in `CallStats`).
@@ -23,7 +23,8 @@ metadata, candidates and rows that accompany it, travel only as delimited data i
 Validation beyond the JSON schema happens in the internal response models below, so instructor re-asks
 with a useful error: scores within 0..1, non-empty names and meanings, types that map to a canonical
 type, constraint patterns that compile, minimum <= maximum, scores/judgements for every column asked
-about, governance operations naming existing columns or candidates and staying within capacity.
+about, governance operations that `core.governance.apply_decision` would accept (simulated in order:
+names that exist at that point, no duplicate columns, same-type merges, never above capacity).
 Harmless deviations are repaired rather than re-asked: column names are matched case- and
 spelling-insensitively, values for columns not in M* are dropped, missing row values become null,
 numbers given for string fields are turned into strings.
@@ -38,7 +39,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
@@ -63,6 +64,9 @@ from sarag_assets.llm.interface import (
     ValueJudgement,
 )
 from sarag_assets.llm.normalize import canonical_name, canonical_type, dedupe_scored, normalize_candidates, snake_case
+
+if TYPE_CHECKING:
+    from sarag_assets.llm.cache import CallCache
 
 __all__ = ["LLMBackend"]
 
@@ -130,6 +134,8 @@ class _NameIndex:
 
 
 class ConstraintsAnswer(ColumnConstraints):
+    """Constraints every value of the column must meet; null where none holds."""
+
     @field_validator("allowed_values", mode="before")
     @classmethod
     def _allowed_as_text(cls, value: Any) -> Any:
@@ -164,6 +170,8 @@ class ConstraintsAnswer(ColumnConstraints):
 
 
 class ScoreAnswer(BaseModel):
+    """Scores of one column against this conversation, each 0..1."""
+
     relevance: float = Field(ge=0, le=1, description="0..1: how central the column is to the conversation's problem")
     answerability: float = Field(ge=0, le=1, description="0..1: how well the conversation supplies a value")
     overall: float = Field(ge=0, le=1, description="0..1: how much the column is worth in the corpus table")
@@ -179,7 +187,7 @@ class ScoreAnswer(BaseModel):
 
 
 class ProposedColumn(BaseModel):
-    """A column as proposed (free-form name and type, both non-empty)."""
+    """A candidate column for the table."""
 
     name: str = Field(description="lower snake_case column name")
     type: str = Field(description=f"one of {_TYPES_TEXT}")
@@ -230,7 +238,7 @@ class ProposedColumn(BaseModel):
 
 
 class NormalizedColumn(ProposedColumn):
-    """A proposed column whose name is snake_case (synonyms resolved) and whose type is canonical."""
+    """A candidate column with a lower snake_case name and a canonical type."""
 
     @model_validator(mode="after")
     def _normalized(self) -> "NormalizedColumn":
@@ -245,6 +253,8 @@ class NormalizedColumn(ProposedColumn):
 
 
 class ScoredColumnAnswer(NormalizedColumn):
+    """A candidate column with a lower snake_case name, a canonical type and its scores."""
+
     score: ScoreAnswer
 
     def scored(self) -> ScoredColumn:
@@ -260,7 +270,7 @@ class ScoredColumnAnswer(NormalizedColumn):
 
 
 class CandidateSchemaAnswer(BaseModel):
-    """candidate_schema: the problem and the proposed, normalized, scored columns, in one answer."""
+    """The conversation's problem and its candidate columns, each normalized and scored."""
 
     problem: str = Field(description="the conversation's problem in one sentence")
     columns: list[ScoredColumnAnswer]
@@ -272,10 +282,14 @@ class CandidateSchemaAnswer(BaseModel):
 
 
 class ProposedColumns(BaseModel):
+    """The candidate columns proposed for this conversation."""
+
     columns: list[ProposedColumn]
 
 
 class NormalizedColumns(BaseModel):
+    """The candidate columns, normalized."""
+
     columns: list[NormalizedColumn]
 
 
@@ -299,6 +313,8 @@ class ColumnScoreAnswer(BaseModel):
 
 
 class ColumnScores(BaseModel):
+    """One score per listed column."""
+
     expected: ClassVar[_NameIndex | None] = None
     scores: list[ColumnScoreAnswer]
 
@@ -331,6 +347,8 @@ class RowValueAnswer(BaseModel):
 
 
 class RowValues(BaseModel):
+    """This conversation's value for each table column."""
+
     expected: ClassVar[_NameIndex | None] = None
     values: list[RowValueAnswer]
 
@@ -362,6 +380,8 @@ class ValueJudgementAnswer(BaseModel):
 
 
 class ValueJudgements(BaseModel):
+    """Whether each extracted value is supported by the conversation."""
+
     expected: ClassVar[_NameIndex | None] = None
     judgements: list[ValueJudgementAnswer]
 
@@ -414,110 +434,153 @@ class OperationAnswer(BaseModel):
 
 
 class GovernanceOperations(BaseModel):
-    existing: ClassVar[_NameIndex | None] = None
-    candidates: ClassVar[_NameIndex | None] = None
+    """The operations this conversation's candidates cause on the metadata."""
+
+    # bound per call: (name, type) of the current columns, their aliases, the candidates and the
+    # pending concepts; the capacity
+    existing: ClassVar[tuple[tuple[str, str], ...] | None] = None
+    aliases: ClassVar[tuple[tuple[str, tuple[str, ...]], ...]] = ()
+    candidates: ClassVar[tuple[tuple[str, str], ...]] = ()
+    pending: ClassVar[tuple[tuple[str, str], ...]] = ()
     capacity: ClassVar[int] = 0
     operations: list[OperationAnswer]
 
     @model_validator(mode="after")
-    def _names_and_capacity(self) -> "GovernanceOperations":
-        existing, candidates = type(self).existing, type(self).candidates
-        if existing is None or candidates is None:
+    def _valid_in_order(self) -> "GovernanceOperations":
+        cls = type(self)
+        if cls.existing is None:
             return self
-        errors: list[str] = []
-        cleaned: list[OperationAnswer] = []
-        claimed: dict[str, int] = {}
-
-        def known(name: str) -> str | None:
-            return existing.resolve(name) or candidates.resolve(name)
-
-        for i, op in enumerate(self.operations):
-            where = f"operations[{i}] ({op.operation})"
-            cols = list(op.columns)
-            candidate = None
-            if op.candidate is not None:
-                candidate = candidates.resolve(op.candidate)
-                if candidate is None:
-                    errors.append(f"{where}: candidate {op.candidate!r} is not a candidate ({candidates.listing()})")
-                    continue
-            if not cols:
-                errors.append(f"{where}: columns must not be empty")
-                continue
-            if op.operation in ("EXPAND", "MERGE"):
-                if len(cols) < 2:
-                    errors.append(f"{where}: columns must be [{'existing, new' if op.operation == 'EXPAND' else 'merged..., surviving'}]")
-                    continue
-                if op.operation == "EXPAND" and len(cols) != 2:
-                    errors.append(f"{where}: columns must be exactly [existing name, new name]")
-                    continue
-                *olds, new = cols
-                resolved = [known(c) for c in olds]
-                bad = [c for c, r in zip(olds, resolved) if r is None]
-                if bad:
-                    errors.append(f"{where}: unknown column(s) {', '.join(bad)}; use existing columns ({existing.listing()}) or candidates ({candidates.listing()})")
-                    continue
-                if op.operation == "EXPAND" and existing.resolve(olds[0]) is None:
-                    errors.append(f"{where}: {olds[0]!r} is not an existing column ({existing.listing()})")
-                    continue
-                survivor = known(new) or snake_case(new)
-                if not survivor:
-                    errors.append(f"{where}: new name {new!r} has no letters or digits")
-                    continue
-                cols = [*resolved, survivor]  # type: ignore[list-item]
-            else:  # KEEP, ADD, DELETE
-                resolved = [known(c) for c in cols]
-                bad = [c for c, r in zip(cols, resolved) if r is None]
-                if bad:
-                    errors.append(f"{where}: unknown column(s) {', '.join(bad)}; use existing columns ({existing.listing()}) or candidates ({candidates.listing()})")
-                    continue
-                cols = list(dict.fromkeys(r for r in resolved if r is not None))
-                if op.operation == "ADD":
-                    if len(cols) != 1:
-                        errors.append(f"{where}: ADD takes exactly one candidate name")
-                        continue
-                    if candidates.resolve(cols[0]) != cols[0] or existing.resolve(cols[0]) is not None:
-                        errors.append(f"{where}: {cols[0]!r} is not a new candidate; ADD only candidates no existing column covers (use KEEP for a match)")
-                        continue
-                    candidate = candidate or cols[0]
-                else:
-                    not_existing = [c for c in cols if existing.resolve(c) is None]
-                    if not_existing:
-                        errors.append(f"{where}: {', '.join(not_existing)} not existing column(s) ({existing.listing()})")
-                        continue
-                    if op.operation == "KEEP" and candidate is None:
-                        continue  # restating an untouched column: nothing to record
-            if candidate is not None:
-                if candidate in claimed:
-                    errors.append(f"{where}: candidate {candidate!r} already has operations[{claimed[candidate]}]; give each candidate at most one operation")
-                    continue
-                claimed[candidate] = i
-            cleaned.append(op.model_copy(update={"columns": cols, "candidate": candidate}))
-
-        if not errors:
-            size = _size_after(existing.names, cleaned)
-            if size > type(self).capacity:
-                errors.append(
-                    f"these operations leave {size} columns, above the capacity of {type(self).capacity}; "
-                    f"drop the weakest ADDs or free slots with MERGE/DELETE"
-                )
-        if errors:
-            raise ValueError("; ".join(errors))
-        self.operations = cleaned
+        self.operations = _check_operations(
+            self.operations,
+            existing=cls.existing,
+            aliases=dict(cls.aliases),
+            candidates=cls.candidates,
+            pending=cls.pending,
+            capacity=cls.capacity,
+        )
         return self
 
 
-def _size_after(existing: Iterable[str], operations: Iterable[OperationAnswer]) -> int:
-    """How many columns M* has after applying `operations` in order (set semantics)."""
-    columns = set(existing)
-    for op in operations:
-        if op.operation == "ADD":
-            columns.add(op.columns[0])
+def _check_operations(
+    operations: list[OperationAnswer],
+    *,
+    existing: tuple[tuple[str, str], ...],
+    aliases: Mapping[str, Iterable[str]],
+    candidates: tuple[tuple[str, str], ...],
+    pending: tuple[tuple[str, str], ...],
+    capacity: int,
+) -> list[OperationAnswer]:
+    """Simulate the operations in order, as `core.governance.apply_decision` applies them, and return
+    them with names resolved to the spelling given; raise ValueError listing every operation that
+    would be rejected (unknown names, a missing column, a duplicate, a type clash, over capacity).
+    KEEPs that no candidate causes are dropped; a DELETE of several columns becomes one per column."""
+    current: dict[str, str] = dict(existing)  # name -> type, as the operations change it
+    old_index = _NameIndex(current, aliases)
+    cand_types = dict(candidates)
+    cand_index = _NameIndex(cand_types)
+    new_types = {**dict(pending), **cand_types}  # what an ADD may bring in
+    new_index = _NameIndex(new_types)
+    limit = max(capacity, len(current))  # an M* already over capacity may shrink or stay, never grow
+    errors: list[str] = []
+    cleaned: list[OperationAnswer] = []
+    used: dict[str, int] = {}
+
+    def column_now(name: str) -> str | None:
+        """The current column `name` means (renames by earlier operations included)."""
+        if name in current:
+            return name
+        resolved = _NameIndex(current).resolve(name) or old_index.resolve(name)
+        return resolved if resolved in current else None
+
+    def listing() -> str:
+        return ", ".join(current) or "(none)"
+
+    for i, op in enumerate(operations):
+        where = f"operations[{i}] {op.operation} {op.columns}"
+        cols = list(op.columns)
+        candidate = None
+        if op.candidate is not None:
+            candidate = cand_index.resolve(op.candidate)
+            if candidate is None:
+                errors.append(f"{where}: {op.candidate!r} is not a candidate ({cand_index.listing()})")
+                continue
+        if not cols:
+            errors.append(f"{where}: columns must not be empty")
+            continue
+        out: list[OperationAnswer] = []
+        if op.operation == "KEEP":
+            if len(cols) != 1 or column_now(cols[0]) is None:
+                errors.append(f"{where}: KEEP takes exactly one current column ({listing()})")
+                continue
+            if candidate is None:
+                continue  # restating an untouched column: nothing to record
+            out.append(op.model_copy(update={"columns": [column_now(cols[0])]}))
+        elif op.operation == "EXPAND":
+            if len(cols) != 2:
+                errors.append(f"{where}: columns must be [existing, new]")
+                continue
+            old = column_now(cols[0])
+            if old is None:
+                errors.append(f"{where}: {cols[0]!r} is not a current column ({listing()})")
+                continue
+            new = cand_index.resolve(cols[1]) or snake_case(cols[1])
+            if not new or new in current:
+                errors.append(f"{where}: the new name {cols[1]!r} must be a lower snake_case name not already a column")
+                continue
+            current[new] = current.pop(old)
+            out.append(op.model_copy(update={"columns": [old, new]}))
+        elif op.operation == "ADD":
+            name = new_index.resolve(cols[0]) if len(cols) == 1 else None
+            if name is None:
+                errors.append(f"{where}: ADD takes exactly one candidate name ({cand_index.listing()})")
+                continue
+            if column_now(name) is not None:
+                errors.append(f"{where}: {name!r} is already the column {column_now(name)!r}; use KEEP")
+                continue
+            if len(current) >= limit:
+                errors.append(
+                    f"{where}: the table already has {len(current)} columns (capacity {limit}); "
+                    f"free a slot first with an earlier MERGE or DELETE, or leave the candidate out"
+                )
+                continue
+            current[name] = new_types[name]
+            if candidate is None and name in cand_types:
+                candidate = name
+            out.append(op.model_copy(update={"columns": [name]}))
         elif op.operation == "DELETE":
-            columns.difference_update(op.columns)
-        elif op.operation in ("EXPAND", "MERGE"):
-            columns.difference_update(op.columns[:-1])
-            columns.add(op.columns[-1])
-    return len(columns)
+            names = [column_now(c) for c in cols]
+            if None in names:
+                errors.append(f"{where}: unknown column(s) {', '.join(c for c, n in zip(cols, names) if n is None)} ({listing()})")
+                continue
+            for name in dict.fromkeys(names):
+                current.pop(name)
+                out.append(op.model_copy(update={"columns": [name]}))
+        else:  # MERGE
+            names = [column_now(c) for c in cols]
+            if len(cols) < 2 or None in names:
+                errors.append(
+                    f"{where}: MERGE takes [merged..., surviving], all current columns ({listing()}); "
+                    f"to fold a candidate into a column use KEEP"
+                )
+                continue
+            survivor = names[-1]
+            merged = [n for n in dict.fromkeys(names[:-1]) if n != survivor]
+            clash = [n for n in merged if current[n] != current[survivor]]
+            if clash:
+                errors.append(f"{where}: cannot merge {', '.join(clash)} into {survivor!r} (different types)")
+                continue
+            for name in merged:
+                current.pop(name)
+            out.append(op.model_copy(update={"columns": [*merged, survivor]}))
+        if candidate is not None and op.operation in ("KEEP", "EXPAND", "ADD"):
+            if candidate in used:
+                errors.append(f"{where}: candidate {candidate!r} is already used by operations[{used[candidate]}]; use each candidate in at most one KEEP, EXPAND or ADD")
+                continue
+            used[candidate] = i
+        cleaned.extend(o.model_copy(update={"candidate": candidate}) for o in out)
+    if errors:
+        raise ValueError("; ".join(errors))
+    return cleaned
 
 
 def _bound(model: type[M], **context: Any) -> type[M]:
@@ -547,9 +610,15 @@ def _judgement_model(names: tuple[str, ...]) -> type[ValueJudgements]:
 
 @lru_cache(maxsize=256)
 def _governance_model(
-    existing: tuple[str, ...], aliases: tuple[tuple[str, tuple[str, ...]], ...], candidates: tuple[str, ...], capacity: int
+    existing: tuple[tuple[str, str], ...],
+    aliases: tuple[tuple[str, tuple[str, ...]], ...],
+    candidates: tuple[tuple[str, str], ...],
+    pending: tuple[tuple[str, str], ...],
+    capacity: int,
 ) -> type[GovernanceOperations]:
-    return _bound(GovernanceOperations, existing=_index(existing, aliases), candidates=_index(candidates), capacity=capacity)
+    return _bound(
+        GovernanceOperations, existing=existing, aliases=aliases, candidates=candidates, pending=pending, capacity=capacity
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -583,6 +652,23 @@ def _aliases(metadata: GovernedMetadata) -> tuple[tuple[str, tuple[str, ...]], .
     return tuple((c.name, tuple(c.aliases)) for c in metadata.columns if c.aliases)
 
 
+MAX_PENDING_SHOWN = 30  # pending concepts shown to the governance call (M* may hold hundreds)
+
+
+def _relevant_pending(metadata: GovernedMetadata, candidates: CandidateSchema) -> list[MetadataColumn]:
+    """The pending concepts the model should see: those a candidate names (by canonical name) first,
+    then the strongest others (support x mean score), at most MAX_PENDING_SHOWN, in a stable order."""
+    if not metadata.pending:
+        return []
+    wanted = {canonical_name(c.name) for c in candidates.columns}
+    named = [p for p in metadata.pending if canonical_name(p.name) in wanted]
+    others = sorted(
+        (p for p in metadata.pending if canonical_name(p.name) not in wanted),
+        key=lambda p: (-p.support * p.mean_score, p.name),
+    )
+    return (named + others)[:MAX_PENDING_SHOWN]
+
+
 # ---------------------------------------------------------------------------------------------------
 # the backend
 
@@ -596,7 +682,7 @@ class LLMBackend:
         self.name = f"llm/{llm.settings.model}"
 
     @classmethod
-    def from_settings(cls, settings: LLMSettings, *, cache: Any = None, stats: CallStats | None = None) -> "LLMBackend":
+    def from_settings(cls, settings: LLMSettings, *, cache: "CallCache | None" = None, stats: CallStats | None = None) -> "LLMBackend":
         return cls(StructuredLLM(settings, cache, stats))
 
     @property
@@ -662,31 +748,22 @@ class LLMBackend:
     # -- governance ----------------------------------------------------------------------------------
 
     def decide_governance(self, metadata: GovernedMetadata, candidates: CandidateSchema) -> GovernanceDecision:
-        """One call, unless every candidate already matches a column of M* (by name or alias): then
-        KEEP per candidate, decided locally."""
-        existing = _index((c.name for c in metadata.columns), _aliases(metadata))
-        matches = {c.name: existing.resolve(c.name) for c in candidates.columns}
-        scores = {c.name: c.score for c in candidates.columns}
-        if all(m is not None for m in matches.values()):
-            operations = [
-                GovernanceOperation(
-                    operation="KEEP",
-                    columns=[column],
-                    candidate=name,
-                    scores=scores[name],
-                    reason=f"candidate {name!r} matches the existing column {column!r}",
-                )
-                for name, column in matches.items()
-                if column is not None
-            ]
-            return GovernanceDecision(operations=operations, backend=self.name)
-
+        """One call (none when there are no candidates). The operations come back checked against
+        M* in order, the way `core.governance.apply_decision` applies them, each carrying its
+        candidate's scores."""
+        if not candidates.columns:
+            return GovernanceDecision(operations=[], backend=self.name)
+        pending = _relevant_pending(metadata, candidates)
         payload = {
             "capacity": metadata.capacity,
+            "min_support": metadata.min_support,
             "current_column_count": len(metadata.columns),
             "current_columns": [
                 {**_column_data(c), "aliases": c.aliases, "support": c.support, "mean_score": round(c.mean_score, 3)}
                 for c in metadata.columns
+            ],
+            "pending_concepts": [
+                {**_column_data(c), "support": c.support, "mean_score": round(c.mean_score, 3)} for c in pending
             ],
             "conversation_problem": candidates.problem,
             "candidates": [
@@ -701,14 +778,16 @@ class LLMBackend:
             ],
         }
         model = _governance_model(
-            tuple(c.name for c in metadata.columns),
+            tuple((c.name, c.type) for c in metadata.columns),
             _aliases(metadata),
-            tuple(c.name for c in candidates.columns),
+            tuple((c.name, c.type) for c in candidates.columns),
+            tuple((c.name, c.type) for c in pending),
             metadata.capacity,
         )
         answer = self._complete(
             prompts.GOVERNANCE, _json(payload), model, f"decide_governance[{candidates.dialogue_id}]", data_tag="governance_data"
         )
+        scores = {c.name: c.score for c in candidates.columns}
         operations = [
             GovernanceOperation(
                 operation=op.operation,
@@ -745,7 +824,7 @@ class LLMBackend:
 
     def judge_row(self, conversation: ConversationInput, metadata: GovernedMetadata, row: ExtractedRow) -> RowJudgement:
         """One judgement per non-null value of `row`, in row order (null values need none)."""
-        to_judge = list({v.column: v for v in row.values if v.value is not None}.values())
+        to_judge = list({v.column: v for v in row.values if (v.value or "").strip()}.values())
         judgements: list[ValueJudgement] = []
         if to_judge:
             payload = []

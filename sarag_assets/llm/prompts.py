@@ -143,35 +143,42 @@ extractor cited). Judge every listed column exactly once, using its name exactly
 GOVERNANCE = """\
 You govern the metadata M*: the set of columns of one table built from many technical-support
 conversations, one row per conversation. M* evolves one conversation at a time. The data block (JSON)
-holds the current columns (name, type, meaning, aliases, support = how many conversations mapped to
-the column, mean_score), the capacity (the maximum number of columns) and the candidate columns one new
+holds the capacity (the maximum number of columns), min_support, the current columns (name, type,
+meaning, aliases, support = how many conversations mapped to the column, mean_score), pending concepts
+(proposed earlier but not admitted yet, with their support) and the candidate columns one new
 conversation proposes, each with its scores (relevance, answerability, overall; 0 to 1).
 
 Decide which operations this conversation's candidates cause. The operations:
-- KEEP: a candidate means the same as an existing column. columns = [existing name]; the existing
-  column stays as it is and gains support.
-- EXPAND: an existing column is generalized or specialized into a better column that also covers the
-  candidate (e.g. `error_code` -> `installation_error_code`). columns = [existing name, new name].
-- ADD: the candidate holds a fact no existing column covers and is worth a column for the corpus.
-  columns = [candidate name].
-- MERGE: two or more columns (existing ones and/or candidates) overlap so much they should be one.
-  columns = [merged names..., surviving name]; the surviving name is one of them or a new name.
-- DELETE: an existing column is redundant and strictly worse than another one that covers it (lower
-  support and scores). columns = [existing name].
+- KEEP: a candidate means the same as a current column. columns = [column name]; the column stays as
+  it is and gains support.
+- EXPAND: a current column is generalized or specialized into a better column that also covers the
+  candidate (e.g. `error_code` -> `installation_error_code`). columns = [column name, new name]; the
+  new name is the candidate's name or a new lower snake_case name that is not already a column. The
+  old name stays as an alias, so values already extracted carry over.
+- ADD: the candidate holds a fact no current column covers and is worth a column for the corpus.
+  columns = [candidate name], or the name of the pending concept it matches.
+- MERGE: two or more current columns of the same type overlap so much that they should be one.
+  columns = [merged column names..., surviving column name]; all are current columns. (To fold a
+  candidate into a column, use KEEP.)
+- DELETE: a current column is redundant and strictly worse than another one that covers it (lower
+  support and scores). columns = [column name].
 
 Rules:
 - Admit a change (EXPAND, ADD, MERGE, DELETE) only when it improves coverage (more of the facts
   that answer support questions get a column) without hurting compactness (no two columns for the
   same fact, no column so narrow that it fits a single conversation). When in doubt, prefer KEEP or
   leave the candidate out.
-- Never exceed the capacity: after your operations the table may have at most `capacity` columns. At
-  capacity an ADD needs a MERGE or DELETE that frees a slot, and only when the candidate is clearly
-  better than what it displaces.
-- Every name in `columns` must be an existing column name or a candidate name, spelled exactly as
-  given. The only exception is the last name of an EXPAND or MERGE, which may be a new lower
-  snake_case name.
-- Give each candidate at most one operation and name it in `candidate`; a candidate you leave out is
-  rejected. An operation no candidate causes (a DELETE, or a MERGE of existing columns) has
-  candidate = null. Do not list existing columns that no candidate touches.
+- A new concept normally becomes a column only once at least min_support conversations proposed it
+  (a matching pending concept's support plus this conversation). A candidate you leave out is not
+  lost: it waits among the pending concepts and gains support.
+- Never exceed the capacity: the table may never have more than `capacity` columns. Operations apply
+  in the order you give them, so at capacity put the DELETE or MERGE that frees a slot before the
+  ADD, and do it only when the candidate is clearly better than what it displaces. After an EXPAND,
+  refer to that column by its new name.
+- Every name in `columns` must be spelled exactly as given in the data (current column, candidate
+  or pending concept), except the new name of an EXPAND.
+- candidate: the candidate that causes the operation, spelled exactly as given. Each candidate is
+  used by at most one KEEP, EXPAND or ADD. A DELETE or MERGE names the candidate that motivates it,
+  or null. Do not list current columns that no candidate touches.
 - reason: one short line for every operation.
 """
