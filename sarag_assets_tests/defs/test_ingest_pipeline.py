@@ -97,10 +97,11 @@ def test_materialized_batch_is_stored_redacted_with_quarantine_and_passing_check
     assert "json" in quarantined[0][1].lower() and "turns" in quarantined[1][1].lower()
 
     checks = {}
-    for record in instance.all_logs(instance.get_runs()[0].run_id):
-        event = record.dagster_event
-        if event and event.event_type == dg.DagsterEventType.ASSET_CHECK_EVALUATION:
-            checks[event.event_specific_data.check_name] = event.event_specific_data
+    for run_record in instance.get_runs():
+        for record in instance.all_logs(run_record.run_id, of_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION):
+            evaluation = record.dagster_event.event_specific_data
+            if evaluation.asset_key == dg.AssetKey("raw_dialogues"):
+                checks[evaluation.check_name] = evaluation
     assert set(checks) == {
         "records_accounted_for", "turn_keys_unique", "no_empty_text", "every_dialogue_has_user_turn", "roles_user_or_agent",
     }
