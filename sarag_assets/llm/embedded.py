@@ -1,0 +1,871 @@
+"""The embedded structuring backend: deterministic, offline, built from real signals. No Dagster.
+
+It does the jobs an LLM backend does, from what ``sarag_assets.core.signals`` detects (speaker roles,
+sentence position, cue words, regular patterns, "key: value" and "my X is Y" statements, answers to the
+agent's questions) and from sentence-embedding similarity with the packaged all-MiniLM-L6-v2 model. It
+never pretends to be an LLM: every record it produces carries ``backend = "embedded/1"``.
+
+How each step works:
+
+- ``propose_columns``: the general support concepts (problem, resolution, resolved, root_cause,
+  product; attempted_steps and escalated when stated) plus one column per entity the detectors found
+  (named from the conversation's own words: "firmware 1.2.4" -> ``firmware_version``, "Order ID:
+  3348917502" -> ``order_id``, "may I have your booking confirmation number?" -> ``n76f34`` fills
+  ``booking_confirmation_number``), at most 15, each with a type, a one-sentence meaning, constraints
+  the detector knows, where the value came from ("user turn 2, detector version (pattern)") and the
+  value verbatim.
+- ``normalize_columns``: snake_case ASCII names (<= 40 chars), canonical types, a small general synonym
+  map, then duplicates dropped: the same name, names one edit apart (or ``x_id`` / ``x_number``), or
+  "name: meaning" embeddings with cosine >= 0.9 (same type; never two columns holding different values
+  of one conversation, nor two qualifiers of one head such as app_version and firmware_version).
+- ``score_columns``: relevance = cosine between the embedding of "name: meaning" and the conversation's
+  problem statement (its first substantive user turns), rescaled from [0.05, 0.50] to [0, 1], mixed
+  0.7/0.3 with whether the value sits in those problem turns; the core concepts have a floor (problem
+  0.9; resolution, resolved, root_cause, product 0.6). Answerability = the detector's strength for the
+  value that fills the column (a strong keyed pattern ~0.9, a bare shape ~0.6, a heuristic lower),
+  0.1 when nothing fills it. overall = 0.4 * relevance + 0.6 * answerability: a column the
+  conversations cannot fill is worth little however relevant it sounds. The value is represented in
+  relevance by position rather than by its own embedding, so one model call per conversation suffices.
+- ``extract_row``: per column, the column's detector when known (``signal``), else the column is
+  matched to the conversation's findings by name, synonyms and embedding similarity; free-text string
+  columns with no finding take the best sentence of the right speaker role (among those sharing a
+  word stem with the column's name or meaning) by similarity to the meaning (cosine >= 0.5).
+  Corrections win, denied values ("not 2.1") never count, values that do not fit the column's type or
+  constraints are not used: precision over recall. Strings are verbatim, numbers as written (without
+  currency symbols or thousands separators), booleans "true"/"false", dates ISO; ``evidence`` is the
+  exact sentence or span the value came from.
+- ``judge_row``: ``sarag_assets.core.validation.semantic_gate`` on every non-null value.
+- ``decide_governance``: ``sarag_assets.core.governance.decide``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+
+from sarag_assets.core import signals as sig
+from sarag_assets.core.signals import Analysis, Finding, analyze, snake
+from sarag_assets.llm.interface import (
+    CandidateColumn,
+    CandidateSchema,
+    ColumnConstraints,
+    ColumnScore,
+    ConversationInput,
+    ExtractedRow,
+    ExtractedValue,
+    GovernanceDecision,
+    GovernedMetadata,
+    MetadataColumn,
+    RowJudgement,
+    ScoredColumn,
+    ValueJudgement,
+)
+
+__all__ = [
+    "EmbeddedBackend",
+    "canonical_type",
+    "canonical_name",
+    "CORE_CONCEPTS",
+    "MAX_PROPOSALS",
+]
+
+BACKEND_NAME = "embedded/1"
+MAX_PROPOSALS = 15
+MAX_NAME = 40
+
+# ---------------------------------------------------------------------------------------------------
+# vocabulary: canonical types, general synonyms, meanings
+
+_TYPE_SYNONYMS = {
+    "int": "int", "integer": "int", "bigint": "int", "smallint": "int", "long": "int", "int64": "int", "int32": "int",
+    "number": "int", "count": "int", "whole number": "int", "numeric": "float",
+    "float": "float", "double": "float", "decimal": "float", "real": "float", "money": "float", "currency": "float",
+    "float64": "float", "float32": "float", "number (float)": "float", "amount": "float", "price": "float", "percent": "float",
+    "percentage": "float",
+    "str": "string", "string": "string", "text": "string", "varchar": "string", "char": "string", "nvarchar": "string",
+    "categorical": "string", "category": "string", "enum": "string", "free text": "string", "free-text": "string",
+    "list": "string", "array": "string", "json": "string", "url": "string", "email": "string", "id": "string",
+    "identifier": "string", "uuid": "string", "object": "string", "version": "string",
+    "bool": "boolean", "boolean": "boolean", "flag": "boolean", "yes/no": "boolean", "binary": "boolean", "bit": "boolean",
+    "date": "date", "day": "date", "calendar date": "date",
+    "datetime": "datetime", "timestamp": "datetime", "timestamptz": "datetime", "date-time": "datetime",
+    "date time": "datetime", "time": "datetime", "datetime64": "datetime", "instant": "datetime",
+}
+
+# A small, general synonym map (not one dataset's vocabulary): variants -> canonical name.
+_NAME_SYNONYMS = {
+    "operating_system": "os", "platform": "os", "os_name": "os", "operating_system_name": "os", "system_os": "os",
+    "operating_system_version": "os_version", "platform_version": "os_version",
+    "err_code": "error_code", "error_no": "error_code", "error_number": "error_code", "errorcode": "error_code",
+    "error_id": "error_code", "err_no": "error_code", "err_num": "error_code", "error_num": "error_code",
+    "fault_code": "error_code", "code_error": "error_code",
+    "err_msg": "error_message", "error_msg": "error_message", "error_text": "error_message", "err_message": "error_message",
+    "error_string": "error_message", "error_description": "error_message",
+    "fw_version": "firmware_version", "fw": "firmware_version", "firmware": "firmware_version", "firmware_ver": "firmware_version",
+    "fw_ver": "firmware_version",
+    "sw_version": "software_version", "software_ver": "software_version", "sw_ver": "software_version",
+    "app_ver": "app_version", "application_version": "app_version",
+    "ver": "version", "version_number": "version", "version_no": "version", "software_release": "version",
+    "problem_description": "problem", "issue_description": "problem", "issue": "problem", "symptom": "problem",
+    "user_problem": "problem", "customer_problem": "problem", "complaint": "problem", "problem_statement": "problem",
+    "reported_problem": "problem", "reported_issue": "problem", "main_issue": "problem", "issue_summary": "problem",
+    "solution": "resolution", "fix": "resolution", "resolution_steps": "resolution", "solution_steps": "resolution",
+    "fix_applied": "resolution", "applied_fix": "resolution", "what_fixed_it": "resolution", "resolution_step": "resolution",
+    "workaround": "resolution", "remedy": "resolution",
+    "is_resolved": "resolved", "issue_resolved": "resolved", "problem_resolved": "resolved", "was_resolved": "resolved",
+    "solved": "resolved", "is_solved": "resolved", "resolution_status": "resolved", "fixed": "resolved", "is_fixed": "resolved",
+    "cause": "root_cause", "underlying_cause": "root_cause", "rootcause": "root_cause", "cause_of_issue": "root_cause",
+    "problem_cause": "root_cause", "issue_cause": "root_cause", "diagnosis": "root_cause",
+    "product_name": "product", "product_or_service": "product", "service_name": "product", "affected_product": "product",
+    "model_number": "model", "model_no": "model", "model_name": "model", "device_model": "model",
+    "e_mail": "email", "email_address": "email", "mail": "email",
+    "phone": "phone_number", "telephone": "phone_number", "telephone_number": "phone_number", "mobile_number": "phone_number",
+    "order_no": "order_number", "order_num": "order_number",
+    "acct_number": "account_number", "account_no": "account_number", "acct_no": "account_number", "acct": "account_number",
+    "subscription_plan": "plan", "plan_name": "plan", "service_plan": "plan", "tariff": "plan",
+    "browser_name": "browser", "web_browser": "browser",
+}
+
+CORE_CONCEPTS = ("problem", "resolution", "resolved", "root_cause", "product")
+
+_CORE_MEANINGS = {
+    "problem": ("string", "The problem, symptom or request the user reports, in the user's words."),
+    "resolution": (
+        "string",
+        "What resolved the problem: the agent's step the user confirmed worked, else the agent's last concrete instruction.",
+    ),
+    "resolved": ("boolean", "Whether the user's problem was resolved by the end of the conversation."),
+    "root_cause": ("string", "The underlying cause of the problem, as stated in the conversation."),
+    "product": ("string", "The product, device or service the conversation is about."),
+}
+# General support concepts proposed only when the conversation states them.
+_OPTIONAL_CONCEPTS = {
+    "attempted_steps": ("string", "What the user had already tried before or during the conversation."),
+    "escalated": ("boolean", "Whether the agent escalated the case to a specialist, manager or another team."),
+}
+
+# Canonical descriptions of what each detector finds: the embedding targets for matching foreign columns.
+_SIGNAL_DESCRIPTIONS = {
+    "problem": "problem: the issue, symptom, complaint or request the customer reports",
+    "resolution": "resolution: the solution, fix or steps that solved the issue",
+    "resolved": "resolved: whether the issue was solved or fixed, yes or no",
+    "attempted_steps": "attempted steps: what the customer already tried before contacting support",
+    "escalated": "escalated: whether the case was escalated to a specialist, manager or another team",
+    "root_cause": "root cause: the underlying reason or cause of the issue",
+    "product": "product: the product, device, app or service concerned",
+    "version": "version: the software, app or firmware version number",
+    "os": "operating system: the OS and its version, such as Windows, macOS, Linux, iOS or Android",
+    "browser": "browser: the web browser used, such as Chrome, Firefox, Safari or Edge",
+    "error_code": "error code: the code of the error shown",
+    "error_message": "error message: the text of the error message displayed",
+    "model": "model: the model number of the device or hardware",
+    "date": "date: a calendar date of an event",
+    "amount": "amount: a sum of money, price, fee, charge or refund",
+    "measurement": "measurement: a quantity with a unit such as speed, size or capacity",
+    "identifier": "identifier: an order, ticket, account, booking or reference number",
+    "plan": "plan: the subscription plan, tier or membership level",
+}
+
+_GENERIC_WORDS = frozenset(
+    "the user customer agent conversation mentioned given value text name which what that this with from their there about "
+    "reports reported stated says said short description".split()
+)
+_STRONG = 0.4  # a finding weaker than this never fills a value
+_FREE_TEXT_MIN = 0.5  # cosine a sentence needs to fill a free-text column with no detector
+
+
+def canonical_type(t: str | None) -> str:
+    """int/string/float/boolean/date/datetime for any common spelling of a type; unknown -> string."""
+    key = re.sub(r"\s+", " ", (t or "").strip().lower())
+    key = re.sub(r"\(.*?\)|\[.*?\]", "", key).strip()
+    if key in _TYPE_SYNONYMS:
+        return _TYPE_SYNONYMS[key]
+    for word, canon in (("datetime", "datetime"), ("timestamp", "datetime"), ("date", "date"), ("bool", "boolean"),
+                        ("int", "int"), ("float", "float"), ("double", "float"), ("decimal", "float"), ("str", "string"),
+                        ("text", "string"), ("char", "string")):
+        if word in key:
+            return canon
+    return "string"
+
+
+def canonical_name(name: str) -> str:
+    """snake_case, ASCII, <= 40 chars, with general synonyms and number suffixes unified."""
+    n = snake(name, MAX_NAME)
+    n = re.sub(r"_(?:no|num|nbr|nr)$", "_number", n)
+    return _NAME_SYNONYMS.get(n, n)
+
+
+def _words_of(name: str) -> str:
+    words = name.replace("_", " ")
+    words = re.sub(r"\bid\b", "ID", words)
+    words = re.sub(r"\bos\b", "operating system", words)
+    return words
+
+
+def _meaning(f: Finding) -> str:
+    """One sentence saying what the column holds, from the detector and the conversation's words."""
+    n, w = f.name, _words_of(f.name)
+    if n in _CORE_MEANINGS:
+        return _CORE_MEANINGS[n][1]
+    if n in _OPTIONAL_CONCEPTS:
+        return _OPTIONAL_CONCEPTS[n][1]
+    if f.signal == "version":
+        if n == "target_version":
+            return "The version the agent says to install or that fixes the problem."
+        if n == "version":
+            return "The version number of the software the user reports."
+        if n == "build_number":
+            return "The build number of the software the user runs."
+        return f"The {w.replace(' version', '')} version the user reports."
+    fixed = {
+        "os": "The operating system (and its version) the user runs.",
+        "browser": "The web browser (and its version) the user uses.",
+        "error_code": "The error code the user gets.",
+        "error_message": "The text of the error message the user sees.",
+        "model": "The model number of the user's device.",
+        "date": "A calendar date mentioned in the conversation.",
+        "amount": "A sum of money mentioned in the conversation.",
+        "speed": "The speed (data rate) reported in the conversation.",
+        "data_size": "The data size or storage amount mentioned.",
+        "battery_capacity": "The battery capacity mentioned.",
+        "frequency": "The frequency mentioned.",
+        "username": "The username of the user's account.",
+    }
+    if n in fixed:
+        return fixed[n]
+    if f.signal == "date":
+        return f"The {w.replace(' date', '')} date."
+    if f.signal == "amount":
+        return f"The {w.replace(' amount', '')} amount of money, as a number."
+    if f.signal == "identifier":
+        return f"The {w} identifying the user's {(f.key or w.split()[0]).lower()}."
+    if f.signal == "plan":
+        return f"The {w} the user is on."
+    if f.signal == "answer":
+        return f"The {w} the user gives when the agent asks for it."
+    if f.signal == "statement":
+        return f"The user's {w}, as stated in the conversation." if f.role == "user" else f"The {w} the agent states for the user."
+    if f.signal == "key_value":
+        return f"The value given for '{(f.key or w).strip()}'."
+    return f"The {w} mentioned in the conversation."
+
+
+_VERSION_PATTERN = r"[vV]?\d+(?:[.\-_+][0-9A-Za-z]+)*"
+_CODE_PATTERN = r"[0-9A-Za-z][0-9A-Za-z_.:#/+\-]{0,39}"
+_ID_PATTERN = r"[0-9A-Za-z][0-9A-Za-z_.#/\-]{1,47}"
+_MODEL_PATTERN = r"[0-9A-Za-z][0-9A-Za-z .()_/+\-]{1,47}"
+
+
+def _constraints(f: Finding, col_type: str) -> ColumnConstraints:
+    if f.signal in ("resolved", "escalated"):
+        return ColumnConstraints(allowed_values=["true", "false"])
+    if f.signal == "version":
+        return ColumnConstraints(pattern=_VERSION_PATTERN, max_length=40)
+    if f.signal == "error_code":
+        return ColumnConstraints(pattern=_CODE_PATTERN, max_length=40)
+    if f.signal == "identifier" or (f.signal == "answer" and re.search(r"\d", f.value) and " " not in f.value):
+        return ColumnConstraints(pattern=_ID_PATTERN, max_length=48)
+    if f.signal == "model":
+        return ColumnConstraints(pattern=_MODEL_PATTERN, max_length=48)
+    if f.signal == "amount":
+        return ColumnConstraints(minimum=0)
+    if f.signal in ("problem", "resolution", "root_cause", "error_message", "attempted_steps"):
+        return ColumnConstraints(max_length=500)
+    if col_type == "string":
+        return ColumnConstraints(max_length=160)
+    return ColumnConstraints()
+
+
+def _how(f: Finding) -> str:
+    return {
+        "problem": "first substantive user turn, problem cue words",
+        "resolution": "agent instruction, confirmed by the user" if f.strength >= 0.6 else "last agent instruction",
+        "resolved": "confirmation/failure cues near the end",
+        "root_cause": "cause cue words",
+        "product": "capitalized name, repeated / device noun",
+        "answer": "answer to the agent's question",
+        "key_value": "'key: value' line",
+        "statement": "'my X is Y' statement",
+        "attempted_steps": "'I tried / already ...' cue words",
+        "escalated": "escalation cue words",
+    }.get(f.signal, "pattern")
+
+
+def _note(f: Finding) -> str:
+    return f"{f.where()}, detector {f.signal} ({_how(f)})"
+
+
+_NOTE_SIGNAL = re.compile(r"\bdetector (\w+)")
+
+
+def _signal_of(col) -> str | None:
+    s = getattr(col, "signal", None)
+    if s:
+        return s
+    m = _NOTE_SIGNAL.search(getattr(col, "note", "") or "")
+    return m.group(1) if m else None
+
+
+def _edit_distance_le1(a: str, b: str) -> bool:
+    """At most one insertion, deletion, substitution or swap of two neighbours (a spelling variant)."""
+    if a == b:
+        return True
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        if len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]:
+            return True
+    if abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = 0
+    while i < len(a) and a[i] == b[i]:
+        i += 1
+    if len(a) == len(b):
+        return a[i + 1 :] == b[i + 1 :]
+    return a[i:] == b[i + 1 :]
+
+
+def _id_variant(a: str, b: str) -> bool:
+    """order_id and order_number name the same thing."""
+    sa = re.sub(r"_(?:id|number)$", "", a)
+    sb = re.sub(r"_(?:id|number)$", "", b)
+    return sa == sb and sa != a and sb != b
+
+
+def _differs_in_digit(a: str, b: str) -> bool:
+    return re.sub(r"\d", "", a) == re.sub(r"\d", "", b) and a != b
+
+
+def _head_and_qualifier(name: str) -> tuple[str, str]:
+    for head in ("version", "error_code", "date", "amount", "number", "id", "model", "plan"):
+        if name == head:
+            return head, ""
+        if name.endswith("_" + head):
+            return head, name[: -len(head) - 1]
+    return name, ""
+
+
+# ---------------------------------------------------------------------------------------------------
+# values
+
+
+def _fits_type(value: str, t: str) -> str | None:
+    """The value in the column's type (numbers as they appear, booleans true/false, ISO dates), or None."""
+    v = value.strip()
+    if t == "string":
+        return v or None
+    if t == "int":
+        c = v.replace(",", "")
+        return c if re.fullmatch(r"[+-]?\d+", c) else None
+    if t == "float":
+        c = v.replace(",", "")
+        return c if re.fullmatch(r"[+-]?(?:\d+(?:\.\d+)?|\.\d+)", c) else None
+    if t == "boolean":
+        low = v.lower()
+        if low in ("true", "yes", "y"):
+            return "true"
+        if low in ("false", "no", "n"):
+            return "false"
+        return None
+    if t == "date":
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", v):
+            return v
+        d = sig.find_dates(v)
+        return d[0].value if d and d[0].type == "date" else None
+    if t == "datetime":
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2})?(?:\.\d+)?(?:Z|[+-]\d{2}:?\d{2})?)?", v):
+            return v
+        d = sig.find_dates(v)
+        return d[0].value if d and d[0].type == "date" else None
+    return v
+
+
+def _fits_constraints(value: str, c: ColumnConstraints) -> str | None:
+    if c is None:
+        return value
+    if c.allowed_values:
+        for a in c.allowed_values:
+            if a.lower() == value.lower():
+                return a
+        return None
+    if c.pattern:
+        try:
+            if not re.fullmatch(c.pattern, value):
+                return None
+        except re.error:
+            pass
+    if c.minimum is not None or c.maximum is not None:
+        try:
+            x = float(value.replace(",", ""))
+        except ValueError:
+            return None
+        if c.minimum is not None and x < c.minimum or c.maximum is not None and x > c.maximum:
+            return None
+    if c.max_length is not None and len(value) > c.max_length:
+        cut = value[: c.max_length]
+        cut = cut[: cut.rfind(" ")] if " " in cut[c.max_length // 2 :] else cut
+        return cut.rstrip(" ,;:") or None
+    return value
+
+
+@dataclass
+class _Match:
+    finding: Finding | None
+    confidence: float  # how sure the column is the finding's kind (1 = same name)
+    how: str
+
+
+_ROLE_AGENT = re.compile(
+    r"\b(?:agent|support|helper|staff|solution|fix|fixed|resolution|resolve[ds]?|recommend\w*|suggest\w*|instruct\w*|steps?|"
+    r"workaround|advice|advis\w*|diagnos\w*|cause|explain\w*|repl(?:y|ied)|answer\w*|offer\w*)\b",
+    re.I,
+)
+_ROLE_USER = re.compile(
+    r"\b(?:user|customer|client|caller|problem|issue|symptom|complain\w*|report\w*|request\w*|asks?|question|wants?|needs?|"
+    r"experienc\w*|tried|attempt\w*)\b",
+    re.I,
+)
+
+
+class EmbeddedBackend:
+    """The default structuring backend: deterministic, offline (see the module docstring)."""
+
+    name = BACKEND_NAME
+
+    def __init__(self, embedder=None, *, cache_size: int = 256):
+        self._embedder = embedder
+        self._cache: OrderedDict[str, Analysis] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    # --- plumbing -----------------------------------------------------------------------------------
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from sarag_assets.core.embedding import default_embedder
+
+            self._embedder = default_embedder()
+        return self._embedder
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        return np.asarray(self.embedder.encode(texts), dtype=np.float32)
+
+    def analysis(self, conversation: ConversationInput) -> Analysis:
+        """The detectors' findings for a conversation (memoized by content)."""
+        h = hashlib.sha256()
+        h.update(conversation.dialogue_id.encode("utf-8", "replace"))
+        for t in conversation.turns:
+            h.update(b"\x00" + t.role.encode() + b"\x01" + t.text.encode("utf-8", "replace"))
+        key = h.hexdigest()
+        with self._lock:
+            an = self._cache.get(key)
+            if an is not None:
+                self._cache.move_to_end(key)
+                return an
+        an = analyze([(t.role, t.text) for t in conversation.turns])
+        with self._lock:
+            self._cache[key] = an
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return an
+
+    @staticmethod
+    def _problem_text(an: Analysis) -> str:
+        if an.problem_text:
+            return an.problem_text
+        users = [t for r, t in an.turns if r == "user" and t.strip()]
+        return (users[0] if users else " ".join(t for _, t in an.turns))[:600] or "support conversation"
+
+    # --- propose -------------------------------------------------------------------------------------
+
+    def _proposals(self, an: Analysis) -> list[tuple[CandidateColumn, Finding | None, str]]:
+        """(column, finding, signal) for the core concepts and the detected entities."""
+        out: list[tuple[CandidateColumn, Finding | None, str]] = []
+        used_values: set[str] = set()
+        for concept in CORE_CONCEPTS:
+            f = an.best(an.by_signal(concept))
+            col_type, meaning = _CORE_MEANINGS[concept]
+            if f is not None:
+                used_values.add(f.value.lower())
+                col = CandidateColumn(
+                    name=concept, type=col_type, meaning=meaning, constraints=_constraints(f, col_type), note=_note(f), example_value=f.value
+                )
+            else:
+                dummy = Finding(concept, concept, "", col_type, 0.0, 0, "user", "")
+                col = CandidateColumn(
+                    name=concept,
+                    type=col_type,
+                    meaning=meaning,
+                    constraints=_constraints(dummy, col_type),
+                    note=f"not stated in this conversation, detector {concept} ({_how(dummy)})",
+                    example_value=None,
+                )
+            out.append((col, f, concept))
+        for concept, (col_type, meaning) in _OPTIONAL_CONCEPTS.items():
+            f = an.best(an.by_signal(concept))
+            if f is not None:
+                if f.type == "string":
+                    used_values.add(f.value.lower())
+                out.append(
+                    (CandidateColumn(name=concept, type=col_type, meaning=meaning, constraints=_constraints(f, col_type), note=_note(f), example_value=f.value), f, concept)
+                )
+        by_name: dict[str, list[Finding]] = {}
+        for f in an.findings:
+            if f.usable and f.signal not in CORE_CONCEPTS and f.signal not in _OPTIONAL_CONCEPTS and f.strength >= _STRONG:
+                by_name.setdefault(canonical_name(f.name), []).append(f)
+        entities = []
+        for name, fs in by_name.items():
+            if name in CORE_CONCEPTS:
+                continue
+            f = an.best(fs)
+            entities.append((name, f))
+        entities.sort(key=lambda x: (-round(x[1].strength, 1), x[1].turn, x[0]))
+        for name, f in entities:
+            if len(out) >= MAX_PROPOSALS:
+                break
+            typed = f.type in ("int", "float", "date", "datetime")
+            if not typed and f.value.lower() in used_values:
+                continue  # the same text already fills another column ("my router is X" and product X)
+            used_values.add(f.value.lower())
+            col_type = f.type if f.type in ("int", "float", "date", "boolean", "datetime") else "string"
+            col = CandidateColumn(
+                name=name, type=col_type, meaning=_meaning(f), constraints=_constraints(f, col_type), note=_note(f), example_value=f.value
+            )
+            out.append((col, f, f.signal))
+        return out
+
+    def propose_columns(self, conversation: ConversationInput) -> list[CandidateColumn]:
+        return [c for c, _, _ in self._proposals(self.analysis(conversation))]
+
+    # --- normalize -----------------------------------------------------------------------------------
+
+    def normalize_columns(self, columns: list[CandidateColumn]) -> list[CandidateColumn]:
+        cols: list[CandidateColumn] = []
+        for c in columns:
+            cols.append(
+                c.model_copy(update={"name": canonical_name(c.name), "type": canonical_type(c.type)})
+            )
+        kept: list[CandidateColumn] = []
+        for c in cols:
+            twin = next((k for k in kept if k.name == c.name), None)
+            if twin is None:
+                twin = next(
+                    (
+                        k
+                        for k in kept
+                        if min(len(k.name), len(c.name)) >= 5
+                        and (_edit_distance_le1(k.name, c.name) or _id_variant(k.name, c.name))
+                        and not _differs_in_digit(k.name, c.name)
+                        and k.type == c.type
+                    ),
+                    None,
+                )
+            if twin is not None:
+                self._merge_into(kept, twin, c)
+            else:
+                kept.append(c)
+        if len(kept) > 1:
+            texts = [f"{_words_of(c.name)}: {c.meaning}" for c in kept]
+            vecs = self._encode(texts)
+            sims = vecs @ vecs.T
+            drop: set[int] = set()
+            for i in range(len(kept)):
+                if i in drop:
+                    continue
+                for j in range(i + 1, len(kept)):
+                    if j in drop or kept[i].type != kept[j].type:
+                        continue
+                    if round(float(sims[i, j]), 4) < 0.9:
+                        continue
+                    hi, qi = _head_and_qualifier(kept[i].name)
+                    hj, qj = _head_and_qualifier(kept[j].name)
+                    if hi == hj and qi and qj and qi != qj:
+                        continue  # app_version vs firmware_version: two things
+                    if kept[i].name in CORE_CONCEPTS and kept[j].name in CORE_CONCEPTS:
+                        continue
+                    ei, ej = kept[i].example_value, kept[j].example_value
+                    if ei is not None and ej is not None and ei.strip().lower() != ej.strip().lower():
+                        continue  # two different values in one conversation: two columns
+                    self._merge_into(kept, kept[i], kept[j])
+                    drop.add(j)
+            kept = [c for k, c in enumerate(kept) if k not in drop]
+        return kept
+
+    @staticmethod
+    def _merge_into(kept: list[CandidateColumn], target: CandidateColumn, other: CandidateColumn) -> None:
+        idx = kept.index(target)
+        update = {}
+        if target.example_value is None and other.example_value is not None:
+            update["example_value"] = other.example_value
+            update["note"] = other.note
+        if other.name != target.name and other.name not in target.note:
+            update["note"] = (update.get("note", target.note) + f"; merged {other.name}").strip("; ")
+        if update:
+            kept[idx] = target.model_copy(update=update)
+
+    # --- matching columns to findings ----------------------------------------------------------------
+
+    def _desc(self, col) -> str:
+        return f"{_words_of(col.name)}: {col.meaning}"
+
+    def _signal_for(self, col, desc_vec: np.ndarray | None) -> tuple[str | None, float]:
+        """Which detector a column corresponds to: its own, its name, else embedding similarity."""
+        s = _signal_of(col)
+        if s in sig.SIGNALS:
+            return s, 1.0
+        n = canonical_name(col.name)
+        lexical = (
+            (r"^(?:problem|issue|symptom|complaint)$|_(?:problem|issue|symptom)$", "problem"),
+            (r"^(?:resolution|solution|fix)$|_(?:resolution|solution|fix|steps)$", "resolution"),
+            (r"^(?:resolved|solved|fixed)$|^(?:is|was)_(?:resolved|solved|fixed)", "resolved"),
+            (r"(?:^|_)cause$", "root_cause"),
+            (r"^(?:attempted|tried)_(?:steps|fixes|solutions|actions)$|^(?:steps|things)_tried$|^troubleshooting_(?:steps|done)$", "attempted_steps"),
+            (r"^(?:is_|was_)?escalat(?:ed|ion)$", "escalated"),
+            (r"(?:^|_)(?:version|ver)$|(?:^|_)build(?:_number)?$", "version"),
+            (r"^os(?:_version)?$", "os"),
+            (r"(?:^|_)browser$", "browser"),
+            (r"(?:^|_)error_code$|(?:^|_)status_code$", "error_code"),
+            (r"(?:^|_)error_message$", "error_message"),
+            (r"(?:^|_)model$", "model"),
+            (r"(?:^|_)(?:date|day)$", "date"),
+            (r"(?:^|_)(?:amount|price|cost|fee|refund|charge|total|balance)$", "amount"),
+            (r"(?:^|_)(?:number|id|no|reference|ref|code)$|^username$", "identifier"),
+            (r"(?:^|_)(?:plan|subscription|tier|membership|membership_level)$", "plan"),
+            (r"^(?:product|device|service|app|application)$", "product"),
+        )
+        for pat, s in lexical:
+            if re.search(pat, n):
+                return s, 0.9
+        if desc_vec is None:
+            return None, 0.0
+        names = list(_SIGNAL_DESCRIPTIONS)
+        vecs = self._encode([_SIGNAL_DESCRIPTIONS[k] for k in names])
+        sims = vecs @ desc_vec
+        k = int(np.argmax(sims))
+        if float(sims[k]) >= 0.55:
+            return names[k], round(float(sims[k]), 3)
+        return None, 0.0
+
+    def _match(self, col, an: Analysis, desc_vec: np.ndarray | None = None) -> _Match:
+        name = canonical_name(col.name)
+        aliases = {canonical_name(a) for a in (getattr(col, "aliases", None) or [])}
+        col_type = canonical_type(col.type)
+        constraints = getattr(col, "constraints", None) or ColumnConstraints()
+
+        def usable(fs: list[Finding]) -> list[Finding]:
+            good = []
+            for f in fs:
+                if f.strength < _STRONG:
+                    continue
+                v = _fits_type(f.value, col_type)
+                if v is None or _fits_constraints(v, constraints) is None:
+                    continue
+                good.append(f)
+            return good
+
+        # 1. the same name (or an alias) in this conversation
+        same = usable([f for f in an.findings if f.usable and canonical_name(f.name) in ({name} | aliases)])
+        if same:
+            return _Match(an.best(same), 1.0, "same name")
+        signal, conf = self._signal_for(col, desc_vec)
+        if signal is not None:
+            fs = usable(an.by_signal(signal))
+            if signal in CORE_CONCEPTS or signal in _OPTIONAL_CONCEPTS or signal in ("os", "browser"):
+                if fs:
+                    return _Match(an.best(fs), conf, f"detector {signal}")
+            else:
+                head, qual = _head_and_qualifier(name)
+                compatible = []
+                for f in fs:
+                    fh, fq = _head_and_qualifier(canonical_name(f.name))
+                    if fq == "target" and qual != "target" and not re.search(r"target|fix|latest|recommend|new|update", name):
+                        continue  # the version to install is not the version the user runs
+                    generic = canonical_name(f.name) in (signal, "version", "error_code", "model", "date", "amount", "error_message")
+                    if not qual or generic or fq == qual or (set(qual.split("_")) & set(fq.split("_"))):
+                        if signal in ("identifier", "answer", "statement", "key_value", "plan") and not generic:
+                            # identifiers must name the same thing ("order" vs "ticket")
+                            if not (set(name.split("_")) & set(canonical_name(f.name).split("_")) - {"number", "id", "no", "code"}):
+                                continue
+                        compatible.append(f)
+                if compatible:
+                    return _Match(an.best(compatible), conf * 0.95, f"detector {signal}")
+        # 2. a key/statement/answer whose words name the column
+        words = set(name.split("_")) - {"number", "id", "the", "of", "user", "customer"}
+        if words:
+            named = [
+                f
+                for f in an.findings
+                if f.usable and f.signal in ("key_value", "statement", "answer", "identifier", "plan")
+                and len(words & set(canonical_name(f.name).split("_"))) >= max(1, (len(words) + 1) // 2)
+            ]
+            named = usable(named)
+            if named:
+                return _Match(an.best(named), 0.8, "matching key words")
+        return _Match(None, 0.0, "no finding")
+
+    def _free_text(self, col, an: Analysis, desc_vec: np.ndarray) -> tuple[str, str, float] | None:
+        """The sentence of the right role most similar to the column's meaning, if similar enough."""
+        text = f"{col.name} {col.meaning}"
+        agent, user = bool(_ROLE_AGENT.search(text)), bool(_ROLE_USER.search(text))
+        roles = {"agent"} if agent and not user else {"user"} if user and not agent else {"user", "agent"}
+        stems = {w[:5] for w in re.findall(r"[a-z]{4,}", text.lower().replace("_", " ")) if w not in sig._STOP and w not in _GENERIC_WORDS}
+        cands = [
+            s
+            for s in an.sentences
+            if s.role in roles
+            and stems & {w[:5] for w in re.findall(r"[a-z]{4,}", s.text.lower())}
+            and len(s.text.split()) >= 4
+            and not sig.is_placeholder_only(s.text)
+            and not sig._GREETING_ONLY.match(sig._strip_lead(s.text).strip())
+        ]
+        if not cands:
+            return None
+        vecs = self._encode([sig._strip_lead(s.text).strip() for s in cands])
+        sims = vecs @ desc_vec
+        k = int(np.argmax(sims))
+        best = round(float(sims[k]), 4)
+        if best < _FREE_TEXT_MIN:
+            return None
+        s = cands[k]
+        return sig._strip_lead(s.text).strip(), s.text, best
+
+    # --- score ---------------------------------------------------------------------------------------
+
+    def _score(self, an: Analysis, cols: list, problem_vec: np.ndarray, desc_vecs: np.ndarray) -> list[ColumnScore]:
+        scores = []
+        problem_turns = set(an.problem_turns)
+        conv_text = "\n".join(t for _, t in an.turns).lower()
+        for col, dv in zip(cols, desc_vecs):
+            m = self._match(col, an, dv)
+            raw = round(float(dv @ problem_vec), 4)
+            rel = min(1.0, max(0.0, (raw - 0.05) / 0.45))
+            in_problem = m.finding is not None and m.finding.turn in problem_turns
+            rel = 0.7 * rel + 0.3 * (1.0 if in_problem else 0.0)
+            name = canonical_name(col.name)
+            floor = {"problem": 0.9}.get(name, 0.6 if name in CORE_CONCEPTS else 0.0)
+            rel = max(rel, floor)
+            if m.finding is not None:
+                ans = m.finding.strength * m.confidence
+                source = f"{m.finding.signal} found '{_short(m.finding.value)}' in {m.finding.where()}"
+            else:
+                ans = 0.1
+                source = "no value found"
+                ex = getattr(col, "example_value", None)
+                if ex and len(ex) >= 3 and ex.lower() in conv_text:
+                    ans, source = 0.5, f"its example value '{_short(ex)}' occurs in the text"
+            ans = round(min(1.0, max(0.0, ans)), 3)
+            rel = round(rel, 3)
+            overall = round(0.4 * rel + 0.6 * ans, 3)
+            just = f"relevance {rel:.2f} (cosine {raw:.2f} to the problem{'; value in the problem turns' if in_problem else ''}); answerability {ans:.2f}: {source}"
+            scores.append(ColumnScore(relevance=rel, answerability=ans, overall=overall, justification=just))
+        return scores
+
+    def score_columns(self, conversation: ConversationInput, columns: list[CandidateColumn]) -> list[ColumnScore]:
+        if not columns:
+            return []
+        an = self.analysis(conversation)
+        vecs = self._encode([self._problem_text(an)] + [self._desc(c) for c in columns])
+        return self._score(an, columns, vecs[0], vecs[1:])
+
+    def candidate_schema(self, conversation: ConversationInput) -> CandidateSchema:
+        an = self.analysis(conversation)
+        proposed = self._proposals(an)
+        normalized = self.normalize_columns([c for c, _, _ in proposed])
+        vecs = self._encode([self._problem_text(an)] + [self._desc(c) for c in normalized])
+        scores = self._score(an, normalized, vecs[0], vecs[1:])
+        columns = [
+            ScoredColumn(
+                name=c.name,
+                type=c.type,
+                meaning=c.meaning,
+                constraints=c.constraints,
+                note=c.note,
+                example_value=c.example_value,
+                score=s,
+                signal=_signal_of(c),
+            )
+            for c, s in zip(normalized, scores)
+        ]
+        problem = an.problem.value if an.problem is not None else self._problem_text(an)
+        return CandidateSchema(
+            dialogue_id=conversation.dialogue_id, problem=_sentence(problem), columns=columns, backend=self.name
+        )
+
+    # --- governance ----------------------------------------------------------------------------------
+
+    def decide_governance(self, metadata: GovernedMetadata, candidates: CandidateSchema) -> GovernanceDecision:
+        from sarag_assets.core.governance import decide
+
+        decision = decide(metadata, candidates, backend_name=self.name)
+        if isinstance(decision, GovernanceDecision) and not decision.backend:
+            decision = decision.model_copy(update={"backend": self.name})
+        return decision
+
+    # --- extract -------------------------------------------------------------------------------------
+
+    def extract_row(self, conversation: ConversationInput, metadata: GovernedMetadata) -> ExtractedRow:
+        an = self.analysis(conversation)
+        cols = list(metadata.columns)
+        need_vecs = [c for c in cols if _signal_of(c) not in sig.SIGNALS]
+        desc_vecs: dict[str, np.ndarray] = {}
+        if need_vecs:
+            vecs = self._encode([self._desc(c) for c in need_vecs])
+            desc_vecs = {c.name: v for c, v in zip(need_vecs, vecs)}
+        values = []
+        for col in cols:
+            values.append(self._extract_one(col, an, desc_vecs.get(col.name)))
+        return ExtractedRow(dialogue_id=conversation.dialogue_id, values=values, backend=self.name)
+
+    def _extract_one(self, col: MetadataColumn, an: Analysis, desc_vec: np.ndarray | None) -> ExtractedValue:
+        m = self._match(col, an, desc_vec)
+        col_type = canonical_type(col.type)
+        if m.finding is not None:
+            v = _fits_type(m.finding.value, col_type)
+            v = _fits_constraints(v, col.constraints) if v is not None else None
+            if v is not None:
+                return ExtractedValue(column=col.name, value=v, evidence=m.finding.evidence)
+        signal = _signal_of(col)
+        if col_type == "string" and desc_vec is not None and signal not in sig.SIGNALS:
+            mapped, _ = self._signal_for(col, desc_vec)
+            if mapped is None:
+                ft = self._free_text(col, an, desc_vec)
+                if ft is not None:
+                    value, evidence, _ = ft
+                    v = _fits_constraints(value, col.constraints)
+                    if v is not None:
+                        return ExtractedValue(column=col.name, value=v, evidence=evidence)
+        return ExtractedValue(column=col.name, value=None, evidence=None)
+
+    # --- judge ---------------------------------------------------------------------------------------
+
+    def judge_row(self, conversation: ConversationInput, metadata: GovernedMetadata, row: ExtractedRow) -> RowJudgement:
+        from sarag_assets.core.validation import semantic_gate
+
+        judgements = []
+        for ev in row.values:
+            if ev.value is None:
+                continue
+            col = metadata.column(ev.column)
+            if col is None:
+                judgements.append(ValueJudgement(column=ev.column, supported=False, reason="column is not in the metadata"))
+                continue
+            ok, reason = semantic_gate(ev.value, col, conversation, evidence=ev.evidence)
+            judgements.append(ValueJudgement(column=ev.column, supported=bool(ok), reason=str(reason)))
+        return RowJudgement(dialogue_id=conversation.dialogue_id, judgements=judgements, backend=self.name)
+
+
+def _short(v: str, n: int = 40) -> str:
+    v = " ".join(v.split())
+    return v if len(v) <= n else v[: n - 1] + "…"
+
+
+def _sentence(text: str) -> str:
+    t = " ".join((text or "").split())
+    return t[:300]

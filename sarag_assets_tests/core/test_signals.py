@@ -1,0 +1,378 @@
+"""The signal detectors: positives on realistic sentences and the negatives that matter."""
+
+from __future__ import annotations
+
+import pytest
+
+from sarag_assets.core import signals as sig
+from sarag_assets.core.signals import analyze
+
+
+def values(hits):
+    return [(h.name, h.value) for h in hits]
+
+
+# --- text utilities ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("Order ID", "order_id"),
+        ("firmware Version", "firmware_version"),
+        ("errorCode", "error_code"),
+        ("OrderID", "order_id"),
+        ("iPhone version", "iphone_version"),
+        ("Café crème #", "cafe_creme_number"),
+        ("3rd party app", "n_3rd_party_app"),
+        ("a very long key name that goes on and on beyond the limit", "a_very_long_key_name_that_goes_on_and_on"),
+    ],
+)
+def test_snake(raw, expected):
+    name = sig.snake(raw)
+    assert name == expected
+    assert len(name) <= 40 and name.isascii()
+
+
+def test_split_sentences_keeps_list_items_versions_and_abbreviations():
+    text = "Try these steps:\n1. Flash firmware 5.1.5 from the admin page.\n2. Restart the LS-DSL500. E.g. via the U.S. site."
+    sents = [s for _, _, s in sig.split_sentences(text)]
+    assert sents == [
+        "Try these steps:",
+        "1. Flash firmware 5.1.5 from the admin page.",
+        "2. Restart the LS-DSL500.",
+        "E.g. via the U.S. site.",
+    ]
+    for start, end, s in sig.split_sentences(text):
+        assert text[start:end] == s
+    assert [s for _, _, s in sig.split_sentences('It hangs at "Syncing..." and never finishes. Odd.')] == [
+        'It hangs at "Syncing..." and never finishes.',
+        "Odd.",
+    ]
+
+
+# --- versions ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("My router is on firmware 1.2.4 since Monday.", [("firmware_version", "1.2.4")]),
+        ("The app version is 6.1.7, installed last week.", [("app_version", "6.1.7")]),
+        ("Version 5.4.5, installed yesterday.", [("version", "5.4.5")]),
+        ("My iPhone is on 11.1.2, and my watch is on 4.1.", [("iphone_version", "11.1.2"), ("watch_version", "4.1")]),
+        ("Kernel is 5.15.0-91-generic.", [("kernel_version", "5.15.0-91-generic")]),
+        ("It started after build 22621 rolled out.", [("build_number", "22621")]),
+        ("I rolled back to v2.3.1 and it works.", [("version", "v2.3.1")]),
+    ],
+)
+def test_versions(text, expected):
+    assert values(sig.find_versions(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please ping 81.2.69.160 from the router.",  # an address, not a version
+        "It costs $12.99 a month.",  # an amount
+        "Speeds are 2.5 GB per hour at most.",  # a measurement
+        "The meeting is on 12.03.2024.",  # a date
+        "I rated it 4.5 stars.",
+        "Around 8.30 in the evening.",  # two parts without a version cue
+    ],
+)
+def test_not_versions(text):
+    assert sig.find_versions(text) == []
+
+
+def test_agent_update_instruction_is_a_target_version():
+    hits = sig.find_versions("Please update the app to 6.1.7 from the store.", role="agent", instruction=True)
+    assert values(hits) == [("target_version", "6.1.7")]
+
+
+# --- OS, browsers -----------------------------------------------------------------------------------
+
+
+def test_os_and_browser():
+    assert [h.value for h in sig.find_os("I'm running Windows 11 Pro 23H2 and macOS Sonoma 14.5 on the other box.")] == [
+        "Windows 11 Pro 23H2",
+        "macOS Sonoma 14.5",
+    ]
+    assert [h.value for h in sig.find_os("After upgrading to Ubuntu 22.04 LTS wifi broke; my phone has Android 13.")] == [
+        "Ubuntu 22.04 LTS",
+        "Android 13",
+    ]
+    assert sig.find_os("I cleaned the windows of the house.") == []
+    assert [h.value for h in sig.find_browsers("Same in Chrome 120.0.6099 and Firefox.")] == ["Chrome 120.0.6099", "Firefox"]
+    # an OS version is the OS's, not a separate software version
+    assert sig.find_versions("My iPhone runs iOS 17.2.1 now.") == []
+
+
+# --- error codes and messages -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Windows Update fails with 0x80070005.", ["0x80070005"]),
+        ("The installer exits with error 1603.", ["1603"]),
+        ("Error code: E-1042 appears on the display.", ["E-1042"]),
+        ('I get this: "WAN link down (LS-E854)"', ["LS-E854"]),
+        ("Chrome shows ERR_CONNECTION_REFUSED on every site.", ["ERR_CONNECTION_REFUSED"]),
+        ("The page returns 404 Not Found.", ["404"]),
+    ],
+)
+def test_error_codes(text, expected):
+    assert [h.value for h in sig.find_error_codes(text)] == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My router is a Netgear R7000.",  # a model number outside any error context
+        "No error code that I can see.",
+        "Tracking for the CK-87 says delivered but I never got it.",
+        "I ordered 2 items in 2023.",
+    ],
+)
+def test_not_error_codes(text):
+    assert sig.find_error_codes(text) == []
+
+
+def test_error_messages():
+    assert [h.value for h in sig.find_error_messages('When I open it, it says "Unable to connect to the server".')] == [
+        "Unable to connect to the server"
+    ]
+    assert [h.value for h in sig.find_error_messages("ModuleNotFoundError: No module named 'numpy'")] == [
+        "ModuleNotFoundError: No module named 'numpy'"
+    ]
+    assert sig.find_error_messages('My daughter calls it "the magic box".') == []
+
+
+# --- models, identifiers, plans ---------------------------------------------------------------------
+
+
+def test_models():
+    assert [h.value for h in sig.find_models("My router is a Netgear R7000 and the phone is an SM-G991B.")] == ["R7000", "SM-G991B"]
+    strong = sig.find_models("My modem is the Homelink HC31 cable modem (HC-31).")
+    assert {h.value for h in strong} == {"HC31", "HC-31"}
+    assert max(h.strength for h in strong) >= 0.75
+    # units, seats, long identifiers and plain versions are not models
+    assert sig.find_models("I pay for 20GB on 5G, seat 12B, order CC-6395812, version 5.4.5.") == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Order ID: 3348917502", [("order_id", "3348917502")]),
+        ("Account 484-514455, if that helps.", [("account_number", "484-514455")]),
+        ("I opened ticket #55812 yesterday.", [("ticket_number", "55812")]),
+        ("my booking confirmation number fgh425", [("booking_confirmation_number", "fgh425")]),
+        ("Tracking number 1Z999AA10123456784 has not moved.", [("tracking_number", "1Z999AA10123456784")]),
+        ("My username is cminh730", [("username", "cminh730")]),
+    ],
+)
+def test_identifiers(text, expected):
+    assert values(sig.find_identifiers(text)) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Call me at [PHONE] about the order.",  # a phone number is a placeholder, never an order number
+        "I ordered 2 items and case 1 was empty.",
+        "Please update to version 2.3.1 first.",
+    ],
+)
+def test_not_identifiers(text):
+    assert sig.find_identifiers(text) == []
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("My plan is Fiber 300.", [("plan", "Fiber 300")]),
+        ("I'm on the Cable 200 plan.", [("plan", "Cable 200")]),
+        ("We pay for the Premium subscription.", [("subscription", "Premium")]),
+    ],
+)
+def test_plans(text, expected):
+    assert values(sig.find_plans(text)) == expected
+
+
+# --- dates and amounts ------------------------------------------------------------------------------
+
+
+def test_dates():
+    assert values(sig.find_dates("I bought it on March 3, 2022.")) == [("purchase_date", "2022-03-03")]
+    assert values(sig.find_dates("It was delivered 2023-11-02.")) == [("delivery_date", "2023-11-02")]
+    assert values(sig.find_dates("Charged on 25/12/2023 again.")) == [("billing_date", "2023-12-25")]
+    ambiguous = sig.find_dates("Since 03/04/2022 it fails.")
+    assert [h.value for h in ambiguous] == ["03/04/2022"] and ambiguous[0].type == "string"  # day/month unclear
+    assert sig.find_dates("You may want to restart.") == []
+
+
+def test_amounts():
+    assert values(sig.find_amounts("I was charged $49.99 twice.")) == [("charge_amount", "49.99")]
+    assert values(sig.find_amounts("The refund of €1,250.00 never arrived.")) == [("refund_amount", "1250.00")]
+    assert values(sig.find_amounts("It is 120 dollars per month.")) == [("price", "120")]
+    assert sig.find_amounts("Version 2.3 has 4 bugs.") == []
+
+
+def test_measurements():
+    assert values(sig.find_measurements("I only get 20 Mbps on a 64GB phone.")) == [("speed", "20 Mbps"), ("data_size", "64GB")]
+
+
+# --- statements, key-values, slots ------------------------------------------------------------------
+
+
+def test_key_values():
+    assert values(sig.find_key_values("Username: cminh730\nBrowser: Chrome, OS: Windows 11")) == [
+        ("username", "cminh730"),
+        ("browser", "Chrome"),
+        ("os", "Windows 11"),
+    ]
+    assert sig.find_key_values("Forgot to say: the carrier is late.\nNote: nothing") == []
+
+
+def test_statements():
+    assert values(sig.find_statements("My router is the Homelink HC31, and it is hot.")) == [("router", "Homelink HC31")]
+    assert values(sig.find_statements("Your seat number is 5D it is a middle seat.", role="agent")) == [("seat_number", "5D")]
+    assert sig.find_statements("My internet is slow and my phone is broken.") == []  # states, not values
+
+
+def test_requested_slots_and_answers():
+    assert sig.requested_slots("ok, may I have your username, email address and order ID please?") == [
+        "username",
+        "email address",
+        "order ID",
+    ]
+    assert sig.requested_slots("Which U.S. based card is this concerning?") == ["card"]
+    assert sig.requested_slots("was the purchase made in the last 90 days?") == []
+    assert sig.answer_value("I'm a bronze") == "bronze"
+    assert sig.answer_value("It was the Delta sky miles card.") == "Delta sky miles card"
+    assert sig.answer_value("not sure, whatever came with it") is None
+    assert sig.answer_value("ok") is None
+
+
+# --- cues -------------------------------------------------------------------------------------------
+
+
+def test_negation_and_correction_cues():
+    text = "Actually it's 2.3, not 2.1."
+    assert sig.correction_cue(text)
+    assert sig.is_negated(text, text.index("2.1"), text.index("2.1") + 3)
+    assert not sig.is_negated(text, text.index("2.3"), text.index("2.3") + 3)
+    t2 = "It doesn't work on 2.1 either."
+    assert not sig.is_negated(t2, t2.index("2.1"), t2.index("2.1") + 3)  # the working is denied, not the version
+    assert not sig.correction_cue("The router reboots every night.")
+
+
+@pytest.mark.parametrize(
+    "sentence, role, polarity",
+    [
+        ("That worked, thanks!", "user", 1),
+        ("Yes!! it works now", "user", 1),
+        ("Great, fixed. thank you", "user", 1),
+        ("Did that, didn't help.", "user", -1),
+        ("Done, but it's still happening.", "user", -1),
+        ("It worked perfectly before the update.", "user", 0),
+        ("No problem, have a nice day", "user", 0),
+        ("Unfortunately we cannot accept the return.", "agent", -1),
+        ("Your seat has been changed successfully.", "agent", 1),
+    ],
+)
+def test_confirmation(sentence, role, polarity):
+    assert sig.confirmation(sentence, role)[0] == polarity
+
+
+def test_instruction_score():
+    assert sig.instruction_score("Restart the router and let me know.") >= 0.5
+    assert sig.instruction_score("2. Delete index.db in the data folder.") >= 0.5
+    assert sig.instruction_score("The fix is to switch the modem to bridge mode.") >= 0.5
+    assert sig.instruction_score("I can ship a replacement at no extra cost.") >= 0.5
+    assert sig.instruction_score("Please send us your order ID.") == 0
+    assert sig.instruction_score("Let me know if that helps.") == 0
+    assert sig.instruction_score("Thank you for contacting us.") == 0
+
+
+def test_cause_clause():
+    assert sig.cause_clause("The crash is caused by a corrupted cache file.") == ("a corrupted cache file", 0.75)
+    assert sig.cause_clause("This looks like a known issue.") is None
+    assert sig.cause_clause("Why does it happen because of the update?") is None
+
+
+# --- whole conversations ----------------------------------------------------------------------------
+
+
+def test_analyze_spread_facts_and_corrections():
+    turns = [
+        ("user", "Hi! My Acme Hub keeps dropping wifi every evening. It's on firmware 2.1.0."),
+        ("agent", "Sorry to hear that. Could you confirm the account number?"),
+        ("user", "It's 552-193847."),
+        ("agent", "Thanks. Which plan are you on?"),
+        ("user", "I'm on the Fiber 300 plan. Actually the firmware is 2.3.0, not 2.1.0."),
+        ("agent", "The drops are caused by a memory leak in that firmware. Please update the hub to 2.4.1 from the admin page."),
+        ("user", "That fixed it, thanks!"),
+    ]
+    an = analyze(turns)
+    best = {f.name: an.best(an.by_name(f.name)).value for f in an.findings if f.usable}
+    assert best["firmware_version"] == "2.3.0"  # the correction wins
+    assert all(f.value != "2.1.0" for f in an.findings if f.usable)  # the denied value never counts
+    assert best["account_number"] == "552-193847"  # answer to the agent's question, two turns later
+    assert best["plan"] == "Fiber 300"
+    assert best["target_version"] == "2.4.1"
+    assert best["resolution"] == "Please update the hub to 2.4.1 from the admin page."
+    assert best["resolved"] == "true"
+    assert best["root_cause"] == "a memory leak in that firmware"
+    assert best["product"] == "Acme Hub"
+    assert an.problem is not None and "dropping wifi" in an.problem.value
+
+
+def test_analyze_shape_correction_and_unresolved():
+    turns = [
+        ("agent", "Hello, how can I help?"),
+        ("user", "My parcel never arrived."),
+        ("agent", "What's the order number?"),
+        ("user", "MK-7538395"),
+        ("agent", "Please wait another 24 hours."),
+        ("user", "Sorry, I meant MK-7538795. And it's still not here."),
+    ]
+    an = analyze(turns)
+    order = [f for f in an.findings if f.usable and f.name == "order_number"]
+    assert [f.value for f in order] == ["MK-7538795"]
+    resolved = an.best(an.by_signal("resolved"))
+    assert resolved is not None and resolved.value == "false"
+
+
+def test_analyze_is_deterministic_and_fast_enough():
+    turns = [("user", "Windows 11 23H2: Outlook crashes with 0x80004005 since the 2.3.1 update."), ("agent", "Try repairing Office.")] * 5
+    a, b = analyze(turns), analyze(turns)
+    assert [(f.signal, f.name, f.value, f.turn) for f in a.findings] == [(f.signal, f.name, f.value, f.turn) for f in b.findings]
+
+
+def test_analyze_forum_thread_self_fix_and_attempts():
+    turns = [
+        ("user", "Excel keeps freezing when I open a workbook with pivot tables. I already restarted the PC, no change. Version 2310 (Build 16924.20150)."),
+        ("agent", "Try starting Excel in safe mode (hold Ctrl while launching)."),
+        ("user", "Safe mode works. I disabled the Power Pivot add-in and now it opens fine. Problem solved!"),
+    ]
+    an = analyze(turns)
+    best = {s: an.best(an.by_signal(s)) for s in ("resolution", "resolved", "attempted_steps", "version")}
+    assert best["resolution"].value == "I disabled the Power Pivot add-in and now it opens fine."  # the user's own fix
+    assert best["resolution"].role == "user"
+    assert best["resolved"].value == "true"
+    assert best["attempted_steps"].value == "I already restarted the PC, no change"
+    assert best["version"].value == "2310"
+
+
+def test_analyze_escalation_without_resolution():
+    turns = [
+        ("user", "I was double charged for my last order and need a refund."),
+        ("agent", "Unfortunately I can't issue refunds from chat. I'll escalate this to our billing team, someone will get back to you within 48 hours."),
+        ("user", "Ok, thanks for trying."),
+    ]
+    an = analyze(turns)
+    assert an.best(an.by_signal("escalated")).value == "true"
+    assert an.best(an.by_signal("resolved")).value == "false"
+    assert an.best(an.by_signal("resolution")) is None  # no concrete step was given
