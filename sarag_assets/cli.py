@@ -64,25 +64,42 @@ def _print_summary(home, run) -> None:
     from sarag_assets.core import warehouse
 
     print(f"home: {home.root}")
-    print(f"batches processed: {len(run.batches)}  skipped (already done): {len(run.skipped)}  failed: {len(run.failed)}")
+    print(
+        f"batches landed: {len(run.batches)}  already done: {len(run.skipped)}  "
+        f"rows refreshed: {len(run.refreshed)}  failed: {len(run.failed)}"
+    )
     for key in run.failed:
         print(f"  FAILED {key}")
     with warehouse.connect(home.warehouse, read_only=True) as con:
-        per_source = con.execute(
-            """SELECT source_format, count(DISTINCT dialogue_id) AS conversations, count(*) AS turns
-               FROM current_dialogues GROUP BY 1 ORDER BY 1"""
-        ).fetchall()
         print("current conversations by source format:")
-        for fmt, convs, turns in per_source:
+        for fmt, convs, turns in con.execute(
+            """SELECT source_format, count(DISTINCT dialogue_id), count(*) FROM current_dialogues GROUP BY 1 ORDER BY 1"""
+        ).fetchall():
             print(f"  {fmt:<12} {convs:>7} conversations {turns:>9} turns")
-        quarantined = con.execute(
-            "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
-        ).fetchall()
         total_q = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
         print(f"quarantined records: {total_q}")
-        for reason, count in quarantined:
-            print(f"  {count:>5} × {reason[:100]}")
-    print(f"warehouse: {home.warehouse}")
+        for reason, count in con.execute(
+            "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
+        ).fetchall():
+            print(f"  {count:>5} x {reason[:100]}")
+        state = con.execute(
+            "SELECT version, state_json FROM governance_state ORDER BY saved_at DESC LIMIT 1"
+        ).fetchone()
+        if state:
+            import json
+
+            columns = json.loads(state[1])["columns"]
+            filled = dict(con.execute(
+                """SELECT v.column_name, avg(CASE WHEN v.value IS NULL THEN 0 ELSE 1 END)
+                   FROM validated_rows v JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+                   GROUP BY 1"""
+            ).fetchall())
+            print(f"governed metadata M* v{state[0]}: {len(columns)} columns (filled share over current rows)")
+            for c in columns:
+                print(f"  {c['name']:<24} {c['type']:<8} {filled.get(c['name'], 0):>6.0%}")
+        failures = con.execute("SELECT count(DISTINCT dialogue_id) FROM structuring_failures").fetchone()[0]
+        print(f"conversations that failed structuring: {failures}")
+    print(f"warehouse: {home.warehouse} (wide view: conversation_table; open it read-only while no run writes)")
 
 
 def cmd_demo(args) -> int:
@@ -119,6 +136,19 @@ def _process(home) -> int:
     return 1 if run.failed else 0
 
 
+def cmd_quality(args) -> int:
+    from sarag_assets.bench.structuring_quality import measure
+
+    run = measure(args.n, args.seed)
+    print(f"M*: {len(run.metadata.columns)} columns: {', '.join(c.name for c in run.metadata.columns)}")
+    print(run.report.as_markdown())
+    covered = run.report.covered_fields
+    print(f"latent fields covered: {len(covered)} of {len(run.report.alignments)}")
+    print(f"cell accuracy (non-null values in aligned columns): {run.report.cell_accuracy:.3f}")
+    print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in run.seconds.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -140,6 +170,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = with_home(sub.add_parser("materialize", help="land what is in the inbox and materialize every asset"))
     p.set_defaults(func=cmd_materialize)
+
+    p = sub.add_parser("quality", help="measure the structuring stage against a generated corpus's ground truth")
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--seed", type=int, default=1)
+    p.set_defaults(func=cmd_quality)
 
     p = with_home(sub.add_parser("demo", help="generate a sample, land it with the real fixtures, materialize"))
     p.add_argument("--n", type=int, default=300)

@@ -5,7 +5,7 @@ the column that agrees with it best, then cells are scored:
 
 - A column aligns with a field when, on conversations that state the field, it holds a value that
   matches the truth often (agreement) and often enough (coverage); each column aligns with at most
-  one field, assigned greedily by agreement x coverage.
+  one field, assigned greedily by coverage x the mean of agreement and exact agreement.
 - Matching a cell: scalar fields (product, version, codes, ids, amounts, dates, booleans) match
   when the normalized value equals the truth or one contains the other (so "Netwave AX3000 router"
   matches "Netwave AX3000"); numbers compare numerically. Free-text fields (symptom, root cause,
@@ -35,6 +35,17 @@ def _norm(value) -> str:
     return re.sub(r"[^a-z0-9.@+-]+", " ", str(value).lower()).strip()
 
 
+def _compact(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text)
+
+
+def exact_match(value: str, truth) -> bool:
+    """Equal after normalization (case, punctuation, hyphens and spaces inside codes)."""
+    if truth is None or value is None or isinstance(truth, (bool, int, float)):
+        return scalar_match(value, truth)
+    return _compact(_norm(value)) == _compact(_norm(truth)) != ""
+
+
 def scalar_match(value: str, truth) -> bool:
     if truth is None or value is None:
         return False
@@ -48,7 +59,7 @@ def scalar_match(value: str, truth) -> bool:
     v, t = _norm(value), _norm(truth)
     if not v or not t:
         return False
-    if v == t:
+    if v == t or _compact(v) == _compact(t):  # "HC31" is "HC-31"
         return True
     shorter, longer = sorted((v, t), key=len)
     return len(shorter) >= 3 and re.search(rf"(?<![a-z0-9.]){re.escape(shorter)}(?![a-z0-9])", longer) is not None
@@ -127,7 +138,11 @@ def align_table_to_truth(rows: dict[str, dict[str, str | None]], truth: list[dic
                 continue
             agreement = sum(matches(f, d, v) for d, v in values) / len(values)
             coverage = len(values) / len(stated)
-            candidates.append((agreement * coverage, agreement, coverage, f, c))
+            # Exact agreement weighs in so that an error-code column aligns with error_code, not with the
+            # error message that merely contains the code.
+            exact = agreement if f in FREE_TEXT_FIELDS else sum(
+                exact_match(v, truth_by_id[d].get(f)) for d, v in values) / len(values)
+            candidates.append(((agreement + exact) / 2 * coverage, agreement, coverage, f, c))
     candidates.sort(key=lambda x: (-x[0], x[3], x[4]))
     used_fields, used_columns, chosen = set(), set(), {}
     for score, agreement, coverage, f, c in candidates:

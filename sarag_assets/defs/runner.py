@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 RUN_KEY_TAG = "sarag/run_key"
+# In-process runs log to the console at WARNING: step-by-step DEBUG events stay in the instance (UI).
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 @dataclass
@@ -53,12 +55,13 @@ def land_and_process(
             partition_key=request.partition_key,
             instance=instance,
             tags={**request.tags, RUN_KEY_TAG: request.run_key},
+            run_config=QUIET,
             raise_on_error=raise_on_error,
         )
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
     govern = defs.resolve_job_def("govern_metadata_job").execute_in_process(
-        instance=instance, raise_on_error=raise_on_error
+        instance=instance, run_config=QUIET, raise_on_error=raise_on_error
     )
     if not govern.success:
         outcome.failed.append("governed_metadata")
@@ -66,6 +69,8 @@ def land_and_process(
     keys = instance.get_dynamic_partitions(conversation_batches.name)
     refresh = defs.resolve_job_def("refresh_rows_job")
     for key in stale_row_partitions(instance, keys):
-        run = refresh.execute_in_process(partition_key=key, instance=instance, raise_on_error=raise_on_error)
+        run = refresh.execute_in_process(
+            partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+        )
         (outcome.refreshed if run.success else outcome.failed).append(key)
     return outcome
