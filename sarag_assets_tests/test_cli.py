@@ -1,0 +1,44 @@
+"""The `sarag` command as a user runs it (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+
+
+def sarag(*args, env_home=None, cwd=ROOT):
+    env = None
+    if env_home is not None:
+        import os
+
+        env = {**os.environ, "SARAG_HOME": str(env_home)}
+    return subprocess.run([sys.executable, "-m", "sarag_assets.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_generate_writes_a_deterministic_corpus(tmp_path):
+    first = sarag("generate", "--n", "60", "--seed", "3", "--out", str(tmp_path / "a"))
+    second = sarag("generate", "--n", "60", "--seed", "3", "--out", str(tmp_path / "b"))
+    assert first.returncode == 0 and second.returncode == 0, first.stderr
+    assert json.loads(first.stdout)["n_conversations"] == 60
+    for name in ("corpus.jsonl", "queries.jsonl", "truth.jsonl"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    lines = (tmp_path / "a" / "corpus.jsonl").read_text().splitlines()
+    assert len(lines) == 60 and all(json.loads(line)["turns"] for line in lines)
+
+
+def test_land_copies_into_the_inbox_and_refuses_bad_arguments(tmp_path):
+    source = tmp_path / "chats.csv"
+    source.write_text("conversation_id,turn,speaker,text\nc1,1,customer,help\nc1,2,agent,done\n")
+    home = tmp_path / "home"
+    ok = sarag("land", str(source), "--format", "turn_csv", env_home=home)
+    assert ok.returncode == 0, ok.stderr
+    assert (home / "inbox" / "turn_csv" / "chats.csv").read_text() == source.read_text()
+    missing = sarag("land", str(tmp_path / "nope.jsonl"), env_home=home)
+    assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+    unknown = sarag("land", str(source), "--format", "xml", env_home=home)
+    assert unknown.returncode == 2 and "unknown format" in unknown.stderr
