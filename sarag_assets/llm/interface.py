@@ -145,6 +145,50 @@ class RowJudgement(BaseModel):
     backend: str = ""
 
 
+class PseudoDocuments(BaseModel):
+    """SDR: predicted queries from both sides of a conversation, concatenated into two pseudo-documents."""
+
+    dialogue_id: str
+    issue_queries: list[str] = Field(description="queries a user with this problem would ask (what they needed)")
+    solution_queries: list[str] = Field(description="queries this conversation's resolution answers (what fixed it or was tried)")
+    backend: str = ""
+
+    def issue_document(self) -> str:
+        return "\n".join(self.issue_queries)
+
+    def solution_document(self) -> str:
+        return "\n".join(self.solution_queries)
+
+
+class GraphNode(BaseModel):
+    """An issue-solution unit: a user-side issue expression and the helper's answer to it."""
+
+    node_id: str = Field(description="n0, n1, ... in conversation order")
+    issue: str = Field(description="the user's issue text for this unit")
+    answer: str = Field("", description="the helper's answer to it; empty when unanswered (abandoned)")
+    turn_start: int
+    turn_end: int
+
+
+class GraphEdge(BaseModel):
+    """`source` (the later unit) refines or elaborates `target` (an earlier unit)."""
+
+    source: str
+    target: str
+    relation: Literal["refines", "elaborates"] = Field(
+        description="refines: the user narrowed or corrected the earlier issue; "
+        "elaborates: the helper expanded the earlier solution (often after a 'how do I ...?')"
+    )
+    reason: str = Field(description="one short line")
+
+
+class DialogueGraph(BaseModel):
+    dialogue_id: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdge] = Field(default_factory=list)
+    backend: str = ""
+
+
 class StructuringBackend(Protocol):
     name: str
 
@@ -169,3 +213,7 @@ class StructuringBackend(Protocol):
     def judge_row(
         self, conversation: ConversationInput, metadata: GovernedMetadata, row: ExtractedRow
     ) -> RowJudgement: ...
+
+    def pseudo_documents(self, conversation: ConversationInput) -> PseudoDocuments: ...
+
+    def dialogue_graph(self, conversation: ConversationInput) -> DialogueGraph: ...
