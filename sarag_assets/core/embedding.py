@@ -103,3 +103,57 @@ def default_embedder() -> Embedder:
     if _DEFAULT is None:
         _DEFAULT = Embedder()
     return _DEFAULT
+
+
+class DuckDBEmbeddingStore:
+    """Embeddings cached by (model, text hash) in the warehouse, so unchanged text is never encoded twice.
+
+    Opens a short connection per call (DuckDB allows one writer process; writers run in one pool).
+    """
+
+    TABLE = "embedding_cache"
+
+    def __init__(self, path: str):
+        self.path = str(path)
+
+    def _connect(self):
+        from sarag_assets.core.warehouse import connect
+
+        return connect(self.path)
+
+    def _ensure(self, con) -> None:
+        con.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.TABLE} (model VARCHAR NOT NULL, text_hash VARCHAR NOT NULL, "
+            "vector FLOAT[] NOT NULL, PRIMARY KEY (model, text_hash))"
+        )
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if not hashes:
+            return {}
+        import pyarrow as pa
+
+        with self._connect() as con:
+            self._ensure(con)
+            con.register("_wanted", pa.table({"text_hash": list(hashes)}))
+            rows = con.execute(
+                f"SELECT c.text_hash, c.vector FROM {self.TABLE} c JOIN _wanted w USING (text_hash) WHERE c.model = ?",
+                [model],
+            ).fetchall()
+            con.unregister("_wanted")
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        if not items:
+            return
+        import pyarrow as pa
+
+        table = pa.table({
+            "model": [model] * len(items),
+            "text_hash": list(items),
+            "vector": [v.astype(np.float32).tolist() for v in items.values()],
+        })
+        with self._connect() as con:
+            self._ensure(con)
+            con.register("_new", table)
+            con.execute(f"INSERT OR IGNORE INTO {self.TABLE} SELECT model, text_hash, vector FROM _new")
+            con.unregister("_new")
