@@ -137,3 +137,35 @@ def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold
         RuleOutcome("structuring_failures", n_failed == 0, "conversations that failed structuring",
                     {"failed_conversations": n_failed}),
     ]
+
+
+def pseudo_document_rules(docs: pl.DataFrame, dialogue_ids: set[str]) -> list[RuleOutcome]:
+    empty = docs.filter(
+        (pl.col("issue_document").str.strip_chars() == "") | (pl.col("solution_document").str.strip_chars() == "")
+    )["dialogue_id"].to_list() if docs.height else []
+    missing = sorted(dialogue_ids - set(docs["dialogue_id"].to_list()))
+    return [RuleOutcome(
+        "both_documents_non_empty", not empty and not missing,
+        "every conversation has a non-empty issue and solution pseudo-document",
+        {"empty": len(empty), "missing": len(missing), "examples": ", ".join(sorted(empty + missing)[:5])},
+    )]
+
+
+def dialogue_graph_rules(nodes: pl.DataFrame, edges: pl.DataFrame, dialogue_ids: set[str]) -> list[RuleOutcome]:
+    node_keys = set(zip(nodes["dialogue_id"].to_list(), nodes["node_id"].to_list())) if nodes.height else set()
+    dangling = [
+        f"{d}:{s}->{t}" for d, s, t in zip(edges["dialogue_id"].to_list(), edges["source"].to_list(),
+                                          edges["target"].to_list())
+        if (d, s) not in node_keys or (d, t) not in node_keys
+    ] if edges.height else []
+    without_nodes = sorted(dialogue_ids - {d for d, _ in node_keys})
+    isolated = len(node_keys - {(d, s) for d, s in zip(edges["dialogue_id"].to_list(), edges["source"].to_list())}
+                   - {(d, t) for d, t in zip(edges["dialogue_id"].to_list(), edges["target"].to_list())}) \
+        if edges.height else len(node_keys)
+    return [
+        RuleOutcome("edge_endpoints_exist", not dangling, "every edge connects two nodes of its conversation",
+                    {"edges": edges.height, "dangling": len(dangling), "examples": ", ".join(dangling[:5])}),
+        RuleOutcome("every_dialogue_has_a_node", not without_nodes, "every conversation has at least one node",
+                    {"nodes": len(node_keys), "dialogues_without_nodes": len(without_nodes),
+                     "isolated_nodes": isolated, "examples": ", ".join(without_nodes[:5])}),
+    ]

@@ -65,7 +65,7 @@ def conversations_from_raw(raw: pl.DataFrame) -> list[tuple[ConversationInput, s
     return out
 
 
-def _failure_reason(exc: Exception) -> str:
+def failure_reason(exc: Exception) -> str:
     return getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
 
 
@@ -77,7 +77,7 @@ def candidate_schema_rows(
         try:
             schema = backend.candidate_schema(conversation)
         except Exception as exc:  # a backend failure is recorded per conversation; the batch goes on
-            failures.append(Failure(conversation.dialogue_id, content_hash, "candidate_schema", _failure_reason(exc)))
+            failures.append(Failure(conversation.dialogue_id, content_hash, "candidate_schema", failure_reason(exc)))
             continue
         for column in schema.columns:
             rows.append({
@@ -157,7 +157,7 @@ def evolve_metadata(
                 decision = backend.decide_governance(metadata, candidates)
             except Exception as exc:
                 failures.append(Failure(candidates.dialogue_id, hashes.get(candidates.dialogue_id, ""),
-                                        "governance", _failure_reason(exc)))
+                                        "governance", failure_reason(exc)))
                 continue
         new, results = governance.apply_decision(metadata, decision, candidates)
         now = datetime.now(timezone.utc)
@@ -235,7 +235,7 @@ def validated_row_records(
                 row: ExtractedRow = backend.extract_row(conversation, subset)
                 judged = _judge(backend, conversation, subset, row)
             except Exception as exc:
-                failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", _failure_reason(exc)))
+                failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", failure_reason(exc)))
                 records.extend(old.values())  # keep what was stored (under its older version) rather than lose it
                 continue
             by_column = {v.column: v for v in row.values}

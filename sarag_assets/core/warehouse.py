@@ -82,6 +82,37 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("metadata_version", "INTEGER NOT NULL"),
         ("backend", "VARCHAR"),
     ],
+    "pseudo_documents": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("issue_queries", "VARCHAR NOT NULL"),  # JSON list
+        ("solution_queries", "VARCHAR NOT NULL"),  # JSON list
+        ("issue_document", "VARCHAR NOT NULL"),
+        ("solution_document", "VARCHAR NOT NULL"),
+        ("backend", "VARCHAR NOT NULL"),
+    ],
+    "graph_nodes": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("node_id", "VARCHAR NOT NULL"),
+        ("issue", "VARCHAR NOT NULL"),
+        ("answer", "VARCHAR NOT NULL"),
+        ("turn_start", "INTEGER NOT NULL"),
+        ("turn_end", "INTEGER NOT NULL"),
+        ("backend", "VARCHAR NOT NULL"),
+    ],
+    "graph_edges": [
+        ("batch_key", "VARCHAR NOT NULL"),
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("content_hash", "VARCHAR NOT NULL"),
+        ("source", "VARCHAR NOT NULL"),
+        ("target", "VARCHAR NOT NULL"),
+        ("relation", "VARCHAR NOT NULL"),
+        ("reason", "VARCHAR"),
+        ("backend", "VARCHAR NOT NULL"),
+    ],
     # Unpartitioned governance state (no batch_key): appended, never rewritten.
     "metadata_versions": [
         ("version", "INTEGER NOT NULL"),

@@ -24,7 +24,7 @@ from sarag_assets.llm.interface import GovernedMetadata
 METADATA_FINGERPRINT = "metadata_fingerprint"
 
 
-def _failure_frame(batch_key: str, failures: list[Failure], backend: str) -> pl.DataFrame:
+def failure_frame(batch_key: str, failures: list[Failure], backend: str) -> pl.DataFrame:
     now = datetime.now(timezone.utc)
     return pl.DataFrame(
         [{"batch_key": batch_key, "dialogue_id": f.dialogue_id, "content_hash": f.content_hash, "stage": f.stage,
@@ -60,7 +60,7 @@ def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     result = candidate_schema_rows(key, conversations_from_raw(raw), backend)
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_batch(con, "candidate_schemas", key, result.frame)
-        warehouse.replace_failures(con, key, "candidate_schema", _failure_frame(key, result.failures, backend.name))
+        warehouse.replace_failures(con, key, "candidate_schema", failure_frame(key, result.failures, backend.name))
     return dg.MaterializeResult(metadata={
         "backend": backend.name,
         "conversations": result.stats["conversations"],
@@ -178,7 +178,7 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend)
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_batch(con, "validated_rows", key, result.frame)
-        warehouse.replace_failures(con, key, "extract_row", _failure_frame(key, result.failures, backend.name))
+        warehouse.replace_failures(con, key, "extract_row", failure_frame(key, result.failures, backend.name))
         n_failed = con.execute(
             "SELECT count(DISTINCT dialogue_id) FROM structuring_failures WHERE batch_key = ?", [key]).fetchone()[0]
         stored = warehouse.read_batch(con, "validated_rows", key)
