@@ -99,6 +99,21 @@ def _print_summary(home, run) -> None:
                 print(f"  {c['name']:<24} {c['type']:<8} {filled.get(c['name'], 0):>6.0%}")
         failures = con.execute("SELECT count(DISTINCT dialogue_id) FROM structuring_failures").fetchone()[0]
         print(f"conversations that failed structuring: {failures}")
+        sources = {
+            "table_rows": "SELECT count(*) FROM current_dialogue_versions",
+            "issue_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
+            "solution_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
+            "graph_nodes": "SELECT count(*) FROM graph_nodes JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
+        }
+        expected = {name: con.execute(sql).fetchone()[0] for name, sql in sources.items()}
+    if home.lancedb.exists():
+        from sarag_assets.core.indices import IndexStore
+
+        store = IndexStore.open_for_read(str(home.lancedb))
+        print("LanceDB tables (rows / DuckDB source rows):")
+        for name, source_rows in expected.items():
+            rows = store.counts(name) if name in store.tables() else 0
+            print(f"  {name:<20} {rows:>7} / {source_rows}")
     print(f"warehouse: {home.warehouse} (wide view: conversation_table; open it read-only while no run writes)")
 
 

@@ -2,17 +2,39 @@
 
 import dagster as dg
 
-from sarag_assets.defs.automation import automation_sensor, stale_rows_backfill
+from sarag_assets.defs.automation import (
+    automation_sensor,
+    cluster_refit_schedule,
+    optimize_indices_schedule,
+    stale_rows_backfill,
+)
+from sarag_assets.defs.indices import feature_clusters, lancedb_indices
 from sarag_assets.defs.ingest import ingest_batch
-from sarag_assets.defs.jobs import govern_metadata_job, ingest_batch_job, refresh_rows_job
-from sarag_assets.defs.resources import IngestConfig, SaragHome, Structuring
+from sarag_assets.defs.jobs import (
+    cluster_job,
+    govern_metadata_job,
+    index_batch_job,
+    ingest_batch_job,
+    optimize_indices_job,
+    refresh_rows_job,
+)
+from sarag_assets.defs.refinement import dialogue_graphs, pseudo_documents
+from sarag_assets.defs.resources import EmbedderResource, IngestConfig, SaragHome, Structuring
 from sarag_assets.defs.sensors import inbox_sensor
 from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, validated_rows
 
 defs = dg.Definitions(
-    assets=[ingest_batch, candidate_schemas, governed_metadata, validated_rows],
-    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job],
+    assets=[
+        ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
+        feature_clusters, lancedb_indices,
+    ],
+    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, optimize_indices_job],
     sensors=[inbox_sensor, automation_sensor],
-    schedules=[stale_rows_backfill],
-    resources={"sarag_home": SaragHome(), "ingest_config": IngestConfig(), "structuring": Structuring()},
+    schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
+    resources={
+        "sarag_home": SaragHome(),
+        "ingest_config": IngestConfig(),
+        "structuring": Structuring(),
+        "embedder": EmbedderResource(),
+    },
 )

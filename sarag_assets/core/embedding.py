@@ -58,7 +58,9 @@ class Embedder:
 
     @property
     def dimension(self) -> int:
-        return int(_load(self.model_name).get_sentence_embedding_dimension())
+        model = _load(self.model_name)
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get())
 
     def encode(self, texts: Iterable[str]) -> np.ndarray:
         texts = [t if isinstance(t, str) else "" for t in texts]

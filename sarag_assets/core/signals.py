@@ -58,6 +58,7 @@ __all__ = [
     "instruction_score",
     "confirmation",
     "problem_score",
+    "problem_statement",
     "cause_clause",
     "product_candidates",
     "analyze",
@@ -1162,7 +1163,10 @@ _IMPERATIVE_VERBS = frozenset(
     put keep leave place insert eject charge give get take disable re-install re-enable re-add reopen reseat swap
     roll rollback delete disable empty unlink relink link purge flush renew release re-register register
     reactivate activate deactivate unblock block whitelist allowlist drop shut unpause resume pause raise lower
-    increase decrease downgrade re-download redownload re-sync resync sudo edit uninstall reapply clean wipe""".split()
+    increase decrease downgrade re-download redownload re-sync resync sudo edit uninstall reapply clean wipe
+    do redo hit pin relocate reposition reissue approve refuse rerun re-run retry redeem re-login relogin reauthorize
+    re-authorize regenerate recreate re-create rebuild reformat re-flash reflash reseat reconfigure re-configure tighten
+    loosen hold point""".split()
 )
 _INFO_REQUEST = re.compile(
     r"\b(?:let\s+(?:me|us)\s+know|(?:send|give|tell|provide|share|confirm|dm|message|email)\s+(?:me|us)\b|"
@@ -1175,8 +1179,8 @@ _INFO_REQUEST = re.compile(
     re.IGNORECASE,
 )
 _MODAL_INSTRUCTION = re.compile(
-    r"\b(?:you\s+(?:can|could|should|need\s+to|must|may\s+want\s+to|might\s+want\s+to|will\s+need\s+to|'ll\s+need\s+to|have\s+to|"
-    r"would\s+need\s+to)|i(?:'d|\s+would)\s+(?:recommend|suggest|advise)|i\s+(?:recommend|suggest|advise)|we\s+(?:recommend|suggest|advise)|"
+    r"\b(?:you\s+(?:can|could|should|need\s+to|must|may\s+want\s+to|might\s+want\s+to|will\s+need\s+to|have\s+to|"
+    r"would\s+need\s+to)|you[’']ll\s+(?:need|have|want)\s+to|you[’']d\s+(?:need|have|want|better)\b|i(?:'d|\s+would)\s+(?:recommend|suggest|advise)|i\s+(?:recommend|suggest|advise)|we\s+(?:recommend|suggest|advise)|"
     r"(?:the\s+)?(?:fix|solution|workaround|remedy|answer)\s+(?:is|was)\s+(?:to\s+)?|(?:best|easiest)\s+(?:way|thing)\s+(?:is|would\s+be)\s+to|"
     r"(?:please\s+)?try\b|make\s+sure|go\s+ahead\s+and|what\s+(?:fixes|fixed|solves|solved)\s+(?:it|this)\s+is|"
     r"here'?s\s+(?:what\s+(?:you\s+(?:can|should|need\s+to)\s+do|to\s+(?:do|try)|(?:fixes|should\s+fix|will\s+fix)\s+it)|how)|steps?\s*:|follow\s+these\s+steps|what\s+(?:usually\s+|normally\s+|generally\s+)?(?:works|helps|fixes\s+(?:it|this))(?:\s+is|\s*:))",
@@ -1190,7 +1194,25 @@ _AGENT_ACTION = re.compile(
     r"reset|cancel|cancel?led|process|processed|dispatch|dispatched|apply|applied|waive|waived|reverse|reversed|unlock|unlocked|reactivate|"
     r"reactivated|upgrade|upgraded|downgrade|downgraded|change|changed|update|updated|rebook|rebooked|restore|restored|remove|removed|add|added|"
     r"extend|extended|switch|switched|fix|fixed|set\s+up|activate|activated|arrange|arranged|schedule|scheduled|reship|resend|resent|"
-    r"adjust|adjusted|correct|corrected|book|booked|move|moved|transfer|transferred|push|pushed|enable|enabled|disable|disabled)\b",
+    r"adjust|adjusted|correct|corrected|book|booked|move|moved|transfer|transferred|push|pushed|enable|enabled|disable|disabled|"
+    r"reissue|reissued|reprovision|reprovisioned|provision|provisioned|assign|assigned|release|released|renew|renewed|"
+    r"re-?send|re-?sent|finish|finished|complete|completed|unblock|unblocked|reinstate|reinstated|"
+    r"(?:ask|get|have)\s+(?:the|our|your)\s+\w+(?:\s+\w+)?\s+to)\b",
+    re.IGNORECASE,
+)
+
+
+# "Could you (please) (try to) X", "Can you X", "Would you mind Xing", "Let's X": a step put politely.
+_POLITE_REQUEST = re.compile(
+    r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+|also\s+|now\s+|just\s+)*(?:try\s+(?:to\s+)?|go\s+ahead\s+and\s+)?|"
+    r"let[’']?s\s+(?:try\s+(?:to\s+)?|go\s+ahead\s+and\s+)?)(?P<verb>[A-Za-z-]+)",
+    re.IGNORECASE,
+)
+# A polite request for information, not a step: "Can you tell me ...", "Could you check the version?"
+_INFO_VERB = re.compile(
+    r"(?:tell|confirm|share|provide|let|verify|describe|explain|clarify|say|spell|repeat|look|see|find|"
+    r"(?:send|give|email|dm|message|text|forward)\s+(?:me|us)|"
+    r"check\s+(?:what|which|whether|if|the\s+(?:\w+\s+){0,2}(?:version|number|id|code|email|model|plan|address|name|status)\b))\b",
     re.IGNORECASE,
 )
 
@@ -1213,20 +1235,38 @@ def _instruction_score(sentence: str) -> float:
         return 0.0
     body = re.sub(r"^(?:(?:ok|okay|alright|so|now|next|then|first|firstly|second|secondly|finally|also|and|lastly|after\s+that|"
                   r"once\s+(?:that'?s|it'?s)\s+done|if\s+that\s+(?:doesn'?t|does\s+not)\s+work|if\s+not|otherwise|in\s+the\s+meantime|"
-                  r"meanwhile|to\s+fix\s+(?:this|it|that)|to\s+do\s+(?:this|that)|for\s+now)\W+)*", "", s, flags=re.I)
+                  r"meanwhile|to\s+fix\s+(?:this|it|that)|to\s+do\s+(?:this|that)|for\s+now|step\s+\w+\s*:|"
+                  r"[A-Za-z']+(?:\s+[A-Za-z']+)?(?=,))\W+)*", "", s, flags=re.I)  # "Nice, next please ...", "First thing, ..."
     body = re.sub(r"^(?:please|kindly|just|simply|go\s+ahead\s+and)\s+", "", body, flags=re.I)
     first = re.match(r"[A-Za-z-]+", body)
+    polite = _POLITE_REQUEST.match(body)
+    if polite and (polite.group("verb").lower() not in _IMPERATIVE_VERBS or _INFO_VERB.match(body[polite.start("verb") :])):
+        polite = None
+    lead_verb = polite.group("verb").lower() if polite else first.group().lower() if first else ""
+    if (
+        not polite
+        and lead_verb in ("have", "let")
+        and not s.rstrip().endswith("?")
+        and re.match(r"(?i:have|let)\s+(?:(?i:them|him|her|it|the|your|someone|a)\b|[A-Z][\w+-]*)", body)  # "Have them update ...", "Let Postwise through ..."
+        and not re.match(r"(?:let\s+(?:me|us)|have\s+(?:you|we|i))\b", body, re.I)
+    ):
+        first = None
+        score_have = 0.8  # "Have them update their account country."
+    else:
+        score_have = 0.0
     info = _INFO_REQUEST.search(s)
-    if info and (info.start() <= len(s) - len(body) + 2 or not (first and first.group().lower() in _IMPERATIVE_VERBS)):
+    if info and (info.start() <= len(s) - len(body) + 2 or (lead_verb not in _IMPERATIVE_VERBS and not score_have)):
         if not re.search(r"\b(?:restart|reset|update|install|clear|reboot|turn|disable|enable)\b", s, re.I):
             return 0.0  # a request for information or a pleasantry, not a step
     if first and first.group().lower() in ("send", "give", "tell", "provide", "share", "confirm", "dm", "message", "email") and re.match(
         r"[A-Za-z-]+\s+(?:me|us)\b", body, re.I
     ):
         return 0.0
-    score = 0.0
+    score = score_have
     if first and first.group().lower() in _IMPERATIVE_VERBS:
         score = 0.8
+    if polite:
+        score = max(score, 0.7)  # "Could you change the protocol to TCP?", "Let's reset the password."
     if _MODAL_INSTRUCTION.search(s):
         score = max(score, 0.7)
     if _AGENT_ACTION.search(s) and not re.search(r"\b(?:escalat|specialist|manager|supervisor|team|department|look\s+into|check)", s, re.I):
@@ -1259,7 +1299,8 @@ _NEGATIVE = re.compile(
     r"(?:\w+\s+)?(?:work|working|help|helped|fix|fixed|solve|solved|resolve|resolved|change|changed|do\s+anything|make\s+(?:a|any)\s+difference)|"
     r"still\s+(?:not|doesn'?t|won'?t|can'?t|isn'?t|broken|happening|happens|getting|seeing|the\s+same|having|no\b|failing|fails|crashing|crashes|"
     r"dropping|drops|down|stuck|waiting|same|an?\s+issue|a\s+problem|shows?|showing|says|saying|nothing)|"
-    r"no\s+luck|same\s+(?:problem|issue|error|thing|result)|nothing\s+(?:changed|works|worked|happened|helps|helped)|"
+    r"no\s+luck|no\s+(?:change|difference|improvement)|but\s+(?:it'?s\s+|it\s+is\s+|that'?s\s+)?still\b|"
+    r"same\s+(?:problem|issue|error|thing|result)|nothing\s+(?:changed|works|worked|happened|helps|helped)|"
     r"unresolved|useless|not\s+helpful|(?:keeps|kept)\s+(?:happening|failing|crashing|dropping)|(?:tried|done)\s+(?:that|this|it)\s+already|"
     r"already\s+tried|gave\s+up|give\s+up|(?:going|gonna)\s+to\s+(?:cancel|switch|leave|get|use|go)|thanks?\s+for\s+trying|no\s+dice)",
     re.IGNORECASE,
@@ -1335,29 +1376,124 @@ _GREETING_ONLY = re.compile(
 )
 
 
+# A malfunction or an explicit need: what makes a sentence a problem statement rather than a detail.
+_MALFUNCTION_CUE = re.compile(
+    r"\b(?:can'?t|cannot|can\s+not|won'?t|doesn'?t|does\s+not|don'?t|do\s+not|isn'?t|aren'?t|wasn'?t|haven'?t|hasn'?t|never|"
+    r"not\s+(?:working|able|loading|showing|receiving|getting|responding|connecting|syncing|arriving|arrived|accepted|reachable)|"
+    r"unable|fail|fails|failed|failing|failure|broken|broke|stopped|stops|crash|crashes|crashed|crashing|freez\w*|froze|frozen|"
+    r"hang|hangs|hanging|stuck|slow|slower|drop|drops|dropped|dropping|disconnect\w*|lost|missing|disappear\w*|wrong|incorrect|"
+    r"overcharged|charged\s+(?:twice|double|me)|declined|rejected|denied|locked|blocked|expired|damaged|defective|dead|"
+    r"keeps|kept|no\s+longer|anymore|any\s+more|bug|buggy|glitch\w*|trouble|gone|vanished|delayed|flaky|unstable|corrupt\w*|"
+    r"offline|down|time\s+out|times\s+out|timing\s+out|timed\s+out|crawl\w*|lag|lags|laggy|lagging|terrible|awful|dies|died|"
+    r"(?:has|have|had|got|getting|there'?s|there\s+is|with)\s+no|again|every\s+time|each\s+time|constantly|randomly|all\s+the\s+time|"
+    r"need|needs|want|wanted|would\s+like|'d\s+like|trying\s+to|how\s+(?:do|can|should|to)\s+(?:i|we|you)?)\b",
+    re.IGNORECASE,
+)
+# "I restarted it, it didn't help": the report of a step already tried, not the problem.
+_TRIED_REPORT = re.compile(
+    r"\b(?:(?:didn'?t|did\s+not)\s+(?:\w+\s+)?(?:help|work|fix|change|do\s+anything|make\s+(?:a|any)\s+difference)|"
+    r"no\s+(?:change|luck|difference|dice)|same\s+(?:thing|problem|issue|result|error)|nothing\s+(?:changed|worked|helped|happened)|"
+    r"still\s+the\s+same|(?:tried|did|done)\s+that)\b",
+    re.IGNORECASE,
+)
+# "works fine", "with no issues", "for years without problems": said of what is NOT the problem.
+_NOT_A_PROBLEM = re.compile(
+    r"\b(?:(?:no|without(?:\s+any)?)\s+(?:issues?|problems?|trouble|complaints?)|(?:works?|worked|working|runs?|ran)\s+"
+    r"(?:fine|great|perfectly|ok|okay|well|normally)|never\s+had\s+(?:an?\s+)?(?:issues?|problems?|trouble))\b",
+    re.IGNORECASE,
+)
+# An aside ("btw", "oh and", "one more thing"): a detail, chatter or a second issue, not the opening problem.
+_ASIDE = re.compile(r"^(?:btw|by\s+the\s+way|oh\s+and|also|ps|p\.s\.|forgot\s+to\s+(?:say|mention)|one\s+more\s+thing|another\s+thing|"
+                    r"while\s+i\s+have\s+you|unrelated|off\s+topic)\b", re.IGNORECASE)
+
+
+_QUOTED = re.compile(r"[\"“][^\"”\n]{2,}[\"”]")
+_DETAIL_WORDS = frozenset(
+    """says say said shows show showed reads read get gets got getting see seeing error code message status page firmware
+    version build running run installed install number model plan account order ticket pops popped appears displayed box
+    settings app tab screen label exactly""".split()
+)
+
+
 def problem_score(sentence: str) -> float:
-    """How much a user sentence states the problem or request (0..1). Greetings and sign-offs: 0."""
+    """How much a user sentence states the problem or request (0..1). Greetings and sign-offs: 0.
+    A malfunction or need ("won't", "keeps", "stopped", "I need", "how do I") counts most; a report of a
+    step already tried ("restarted it, didn't help"), a bare detail ("Error code is E-12", "firmware
+    is 2.1"), an aside ("btw ...") or a statement of what works fine counts less."""
     s = _strip_lead(sentence).strip()
     if not s or _GREETING_ONLY.match(s) or is_placeholder_only(s):
         return 0.0
     n = len(s.split())
     if n < 3:
         return 0.05
-    cues = len(_PROBLEM_CUE.findall(s))
-    score = 0.35 + min(0.5, 0.2 * cues)
+    # what works fine, what was already tried and what the software says (quoted) are not cues
+    fine = _QUOTED.sub(" ", _TRIED_REPORT.sub(" ", _NOT_A_PROBLEM.sub(" ", s)))
+    spans = {m.span() for m in _MALFUNCTION_CUE.finditer(fine)}
+    strong = len(spans)
+    for m in _PROBLEM_CUE.finditer(fine):
+        if not any(a < m.end() and m.start() < b for a, b in spans):
+            spans.add(m.span())
+    cues = len(spans)
+    score = 0.35 + min(0.5, 0.2 * cues) + (0.1 if strong else 0.0)
     if re.search(r"\b(?:my|our|the|i)\b", s, re.I):
         score += 0.1
     if re.match(r"^(?:thanks?|thank\s+you|regards|best|cheers|sorry|ok|okay)\b", s, re.I):
         score -= 0.3
-    if re.match(r"^(?:what|things?)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+)?tried|^(?:i|we)\s+(?:already\s+|also\s+)?tried\b", s, re.I):
+    if re.match(r"^(?:what|things?)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+)?tr(?:ied|yed)|^(?:i|we)\s+(?:already\s+|also\s+)?tried\b", s, re.I):
         score -= 0.3
-    elif re.search(r"\b(?:tried|already|restarted|rebooted|reinstalled|cleared|checked|did\s+that|done\s+that)\b", s, re.I) and re.search(
-        r"\b(?:didn'?t|did\s+not|doesn'?t|no|nothing|still)\b", s, re.I
+    elif _TRIED_REPORT.search(s) or (
+        re.search(r"\b(?:tried|already|restarted|rebooted|reinstalled|cleared|checked)\b", s, re.I)
+        and re.search(r"\b(?:didn'?t|did\s+not|doesn'?t|no|nothing|still)\b", s, re.I)
     ):
         score -= 0.3  # what the user already tried, not the problem itself
+    if not strong:
+        entity = re.search(r"\w*\d\w*|[\"“][^\"”]{2,}[\"”]", s)
+        rest = [w for w in _content_words(re.sub(r"\S*\d\S*|[\"“][^\"”]*[\"”]", " ", s)) if len(w) > 2 and w not in _DETAIL_WORDS]
+        if entity and len(rest) <= 2:
+            score -= 0.3  # a bare detail: "The status page says firmware 1.2.6", "I get error 0x80070005"
+        elif _NOT_A_PROBLEM.search(s):
+            score -= 0.2  # "I've used it for months with no issues"
+    if _ASIDE.match(s):
+        score -= 0.2
     if len(_content_words(s)) < 3:
         score -= 0.25  # "Can someone help?", "How do I fix this?"
     return round(max(0.0, min(1.0, score)), 2)
+
+
+# Discourse lead-ins and affect that frame a problem statement without stating it: "So basically",
+# "Weird one:", "Not sure what changed but", "..., and it's driving me crazy", "..., which is really annoying".
+_FRAME_LEAD = re.compile(
+    r"^(?:(?:so\s+basically|basically|so|well|ok(?:ay)?|um+|uh+|hi|hey|hello|hiya|ugh|argh|help|"
+    r"not\s+sure\s+what(?:'s|\s+is)?\s+(?:changed|happened|going\s+on)(?:,?\s+but)?|for\s+(?:some|whatever)\s+reason|"
+    r"all\s+of\s+a\s+sudden|out\s+of\s+(?:nowhere|the\s+blue)|suddenly|"
+    r"(?:(?:a|one|another|quick|small|big|major|serious|weird|strange|odd|annoying|frustrating|new|urgent)\s+){1,2}"
+    r"(?:one|issue|problem|question|thing|bug)\s*:|(?:issue|problem|question)\s*:)[\s,!:.-]*)+",
+    re.IGNORECASE,
+)
+_FRAME_TAIL = re.compile(
+    r"(?:,?\s*(?:and\s+|which\s+|but\s+)?(?:it'?s|it\s+is|this\s+is|that'?s|that\s+is|is)\s+(?:really\s+|super\s+|so\s+|very\s+|"
+    r"pretty\s+|extremely\s+|quite\s+|getting\s+)?(?:annoying|frustrating|infuriating|maddening|ridiculous|"
+    r"driving\s+me\s+(?:nuts|crazy|mad|insane|up\s+the\s+wall|bananas))"
+    r"|,?\s*(?:and\s+)?(?:i'?m|i\s+am)\s+(?:so\s+|really\s+|getting\s+)?(?:frustrated|annoyed|fed\s+up|losing\s+my\s+mind)"
+    r"|,?\s*(?:and\s+i\s+have\s+)?(?:not\s+sure|no\s+idea|no\s+clue)\s+(?:why|what\s+(?:to\s+do|changed|happened))"
+    r"|,?\s*and\s+nothing\s+(?:i|we)\s+(?:do|try|tried|did)\s+(?:helps|works|worked|helped|fixes\s+it)"
+    r"|,?\s*(?:and|but)\s+(?:i|we)\s+(?:really\s+)?(?:have\s+a\s+deadline|need\s+(?:it|this)\s+(?:for\s+work|urgently|asap|today|now))"
+    r"|,?\s*(?:once\s+(?:more|again)|yet\s+again|again|i\s+swear|lol|smh|ugh))+"
+    r"\s*(?=[.!?…]*\s*$)",
+    re.IGNORECASE,
+)
+
+
+def problem_statement(sentence: str) -> str:
+    """The problem sentence without the discourse lead-in and the affect around it ("So basically my
+    printer won't print, and it's driving me crazy." -> "my printer won't print."); the sentence as it
+    is when nothing would remain."""
+    s = _strip_lead(sentence).strip()
+    core = _FRAME_LEAD.sub("", s).strip()
+    core = _FRAME_TAIL.sub("", core).strip()
+    if len(_content_words(core)) < 2:
+        return s
+    return core
 
 
 _CAUSE = re.compile(
@@ -1398,14 +1534,17 @@ def cause_clause(sentence: str) -> tuple[str, float] | None:
 # --- product names ----------------------------------------------------------------------------------
 
 _CAP_TOKEN = r"(?:[A-Z][\w&+'’.-]*[\w+]|[A-Z]|[a-z]+[A-Z][\w]*|(?=[A-Z0-9-]*[A-Z])[A-Z0-9]+-?[A-Z0-9]+)"
-_CAP_SEQ = re.compile(r"(?<![\w@\[.\-/])" + _CAP_TOKEN + r"(?:\s+(?:" + _CAP_TOKEN + r"|\d{1,4}(?:\.\d)?\b|&|\+))*(?:\s+" + _CAP_TOKEN + r")?")
+_CAP_SEQ = re.compile(
+    r"(?<![\w@\[.\-/])" + _CAP_TOKEN + r"(?:\s+(?:" + _CAP_TOKEN + r"|\d{1,4}(?:\.\d)?(?![-/.]?\d)\b|&|\+))*(?:\s+" + _CAP_TOKEN + r")?"
+)
 _PRODUCT_HEADS = (
     r"app|apps|application|account|card|router|modem|phone|smartphone|laptop|notebook|printer|device|service|subscription|console|tv|"
     r"watch|tablet|camera|speaker|headphones|earbuds|earphones|software|program|game|website|site|extension|plugin|player|drive|"
     r"monitor|keyboard|mouse|controller|box|stick|hub|doorbell|thermostat|vacuum|plan|membership|wallet|platform|portal|server|"
-    r"client|tool|browser|tracker|bank|card|membership|insurance|policy|loan|ticket|pass"
+    r"client|tool|browser|tracker|bank|card|membership|insurance|policy|loan|ticket|pass|adapter|adaptor|system|unit|machine|"
+    r"headset|bulb|lock|charger|cable|desk|chair|bike|car|kettle|oven|fridge|washer|dryer|blender|backpack|boots|shoes|jacket"
 )
-_HEAD_AFTER = re.compile(r"^\s+(?:" + _PRODUCT_HEADS + r")\b", re.I)
+_HEAD_AFTER = re.compile(r"^\s+(?:[a-z][\w-]*\s+)?(?:" + _PRODUCT_HEADS + r")\b", re.I)  # "X app", "X cable modem"
 _NOT_PRODUCT_WORDS = frozenset(
     """i i'm i've i'd i'll im ive ok okay hi hello hey dear thanks thank please sorry yes no yeah yep nope the this that these those
     my your our we it its they he she you what when where why how which who is are was were do does did can could would should
@@ -1420,30 +1559,154 @@ _NOT_PRODUCT_WORDS = frozenset(
     unfortunately apologies apologize welcome glad happy one two three four five six seven eight nine ten ok. hai
     build version release patch v ver rev revision beta alpha""".split()
 )
-_ORG_TAIL = re.compile(r"\b(?:Team|Support|Department|Dept|Center|Centre|Desk|Care|Services|Service\s+Desk|Help|Staff|Group|Inc|Ltd|LLC|Corp)\.?$")
+# Kinds of things, not names: "my TV", "the Wi-Fi", "the DNS server", "the ISP box".
+_GENERIC_THINGS = frozenset(
+    """tv tvs pc pcs wi-fi wifi wlan lan wan dns isp vpn usb sim pin otp 2fa mfa nas ssd hdd gpu cpu ram os ui ux api sdk pdf url
+    sms mms gps hdmi wpa wpa2 wpa3 ssid nfc qr led lcd oled ac dc ip ipv4 ipv6 mac id ids faq eta vip ceo it hr dsl ethernet
+    bluetooth internet email e-mail app apps""".split()
+)
+_ORG_TAIL = re.compile(r"\b(?:Team|Support|Department|Dept|Center|Centre|(?:Help|Service|Front)\s+Desk|Helpdesk|Care|Services|Help|Staff|Group|Inc|Ltd|LLC|Corp)\.?$")
+_PERSON_WORD = r"[A-Z][a-z'’-]+"
+# Where a personal name stands: self-introductions, agent introductions, a vocative ("Thank you, Hugo.").
+_PERSON_CUES = (
+    re.compile(r"\b(?:my\s+name\s+is|my\s+name'?s|name'?s|call\s+me|(?:you'?re|you\s+are)\s+(?:chatting|speaking|talking)\s+with)\s+(?P<n>"
+               + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)\b", re.IGNORECASE),
+    re.compile(r"\b(?:[Ii]'?m|[Ii]\s+am|[Tt]his\s+is)\s+(?P<n>" + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)(?=\s*(?:[,.!)]|$|\s+(?:here|from|at|with|and|by\s+the\s+way)\b))"),
+    re.compile(r"^\W*(?P<n>" + _PERSON_WORD + r")\s+here\b"),  # "Bea here from ..."
+    re.compile(r"^\W*(?:hi|hello|hey|dear|thanks|thank\s+you|sorry(?:\s+about\s+that)?|cheers|bye|welcome)\W{0,2}\s*(?P<n>"
+               + _PERSON_WORD + r")(?=\s*[,.!:]|\s*$)", re.IGNORECASE),
+    re.compile(r",\s+(?P<n>" + _PERSON_WORD + r")\s*[.!]?\s*$"),  # "Sorry about that, Rosa."
+)
+_SIGN_OFF = re.compile(r"^\W*(?:(?:best|kind|warm)\s+regards|regards|thanks(?:\s+(?:again|in\s+advance))?|thank\s+you|cheers|sincerely|best|take\s+care|tia)\W*$", re.I)
+_LONE_NAME = re.compile(r"^\W*(?P<n>" + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)\s*(?:[|,(-].*)?$")
+# Where an organization's name stands: "Thanks for contacting X", "welcome to X support", "Dear X team", "the X Support Team".
+_ORG_CUES = (
+    re.compile(r"\b(?:contacting|reaching\s+out\s+to|calling|welcome\s+to|connected\s+to|choosing|here\s+from|(?:chatting|speaking)\s+with\s+\w+\s+(?:from|at))\s+"
+               r"(?P<n>[A-Z][\w&+'’.-]*(?:\s+[A-Z][\w&+'’.-]*){0,2})", re.IGNORECASE),
+    re.compile(r"(?P<n>[A-Z][\w&+'’.-]*(?:\s+[A-Z][\w&+'’.-]*){0,2})\s+(?:[Ss]upport|[Tt]eam|[Cc]ustomer\s+[Ss]ervice|[Hh]elp\s*[Dd]esk)\b"),
+)
+# Who delivers or takes the money is not what the user owns: "shipped with X", "paid with my X".
+_THIRD_PARTY_BEFORE = re.compile(
+    r"\b(?:ship(?:ped|s|ping)?|sent|deliver(?:ed|s|ing)?|dispatched|couriered|mailed)\s+(?:it\s+|them\s+)?(?:with|via|by|through)\s+$|"
+    r"\b(?:paid|pay|paying|charged|checkout|checked\s+out)\s+(?:it\s+)?(?:with|by|using|via|through|on)\s+(?:my\s+|a\s+|the\s+)?$|"
+    r"\b(?:carrier|courier|bank|card)\s+(?:is|was)\s+$",
+    re.IGNORECASE,
+)
+_PLAN_AFTER = re.compile(r"^\s+(?:[a-z][\w-]*\s+)?(?:plan|tier|subscription|package|bundle|membership|contract|level)\b", re.I)
+_OWNERSHIP_BEFORE = re.compile(
+    r"\b(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:using|running)|(?:i|we)\s+(?:use|own|bought|ordered|purchased|installed|rely\s+on|have)|"
+    r"(?:my|our|the)\s+(?:[\w-]+\s+){0,2}?(?:is|was)|(?:this|it)\s+is\s+(?:about|with|for|on)|(?:this|it)'s\s+(?:about|with|for|on)|"
+    r"(?:it'?s|it\s+is)|(?:using|on)\s+(?:my|our))\s+(?:a\s+|an\s+|the\s+|my\s+|our\s+)?$",
+    re.IGNORECASE,
+)
+_PRODUCT_QUESTION = re.compile(
+    r"\b(?:which|what)\s+(?:\w+\s+){0,3}?(?:product|model|device|app|application|program|software|item|router|modem|phone|printer|"
+    r"laptop|computer|service|tool|game|brand|make)s?\b|\b(?:product|device|app|program|item|model)\s+(?:name|is\s+(?:it|this|that))\b",
+    re.IGNORECASE,
+)
+_OTHER_QUESTION = re.compile(
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:plan|tier|subscription|carrier|courier|bank|card|payment|browser|os|operating\s+system|"
+    r"email|address|country|city|store|shop|airline|company)\b|\bconfirm\s+(?:your|the)\s+(?:plan|tier|subscription|carrier|payment)\b",
+    re.IGNORECASE,
+)
+_UI_BEFORE = re.compile(r"(?:[>»→]\s*|\b(?:click|tap|press|hit|select|choose|toggle|tick|untick|check|uncheck)\s+(?:on\s+)?(?:the\s+)?)$", re.I)
 
 
-def product_candidates(sentences: Sequence[tuple[int, str, str]], problem_turns: set[int]) -> list[tuple[str, float, int, str]]:
+def _compact(v: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", v.lower())
+
+
+def _people_and_orgs(sentences: Sequence[tuple[int, str, str]]) -> tuple[set[str], set[str]]:
+    """Personal names (introductions, vocatives, sign-offs) and organization names (greetings, team
+    sign-offs) a conversation mentions; lower-cased, full names and their first words."""
+    people: set[str] = set()
+    orgs: set[str] = set()
+    by_turn: dict[int, list[str]] = {}
+    for turn, role, text in sentences:
+        by_turn.setdefault(turn, []).append(text)
+        body = _strip_lead(text)
+        for pat in _PERSON_CUES:
+            for m in pat.finditer(body):
+                n = m.group("n").strip()
+                if n.lower() not in _NOT_PRODUCT_WORDS and n.lower() not in _STOP and not _HEAD_AFTER.match(body[m.end("n") :]):
+                    people.add(n.lower())
+                    people.add(n.split()[0].lower())
+        for pat in _ORG_CUES:
+            for m in pat.finditer(body):
+                n = m.group("n").strip()
+                toks = [t for t in n.split() if t.lower() not in _NOT_PRODUCT_WORDS and t.lower() not in _STOP]
+                if toks:
+                    orgs.add(" ".join(toks).lower())
+    for turn, texts in by_turn.items():
+        # a lone name on one of the last lines of a message, after a closing ("Thanks,\nYuki")
+        for i, t in enumerate(texts[1:], 1):
+            if i < len(texts) - 3:
+                continue
+            m = _LONE_NAME.match(t)
+            if m and (_SIGN_OFF.match(texts[i - 1]) or re.search(r"[|]|,\s*[A-Z]\w*\s+(?:team|support)\b", t, re.I)):
+                n = m.group("n")
+                if n.lower() not in _NOT_PRODUCT_WORDS and not _ORG_TAIL.search(n):
+                    people.add(n.lower())
+                    people.add(n.split()[0].lower())
+    return people, orgs
+
+
+def product_candidates(
+    sentences: Sequence[tuple[int, str, str]],
+    problem_turns: set[int],
+    claimed: Iterable[str] | None = None,
+) -> list[tuple[str, float, int, str]]:
     """Named products, services or devices: capitalized or CamelCase names not at the start of a
     sentence ("the Cloudberry Drive app", "my iPhone", "Linkstar DSL500"), scored by repetition, by a
-    device/app noun after them, by "my/the/using" before them and by appearing in the user's problem
-    statement. ``sentences``: (turn, role, text). Returns (name, score, turn, sentence) best first."""
+    device/app noun after them, by ownership before them ("my", "I'm using", "the device is a"), by
+    answering the agent's "which model/app is it?" and by appearing in the user's problem statement.
+
+    Not products: people (introductions, greetings, sign-offs), organizations ("Thanks for contacting
+    X", "X Support"), carriers and payment services ("shipped with X", "paid with X"), plans ("the X
+    plan", answers to "which plan?"), kinds of things ("my TV", "the DNS server"), menu paths
+    ("Settings > About"), button labels ("tap Save"), names denied in a correction ("it's X, not Y"),
+    and values ``claimed`` by other detectors (plans, amounts, identifiers, codes, ...). A model
+    number that is part of a longer name ("HC-31" of "Homelink HC31", "Trailhead 45L (TH-45)")
+    counts for the longer name. ``sentences``: (turn, role, text). Returns (name, score, turn,
+    sentence) best first."""
     found: dict[str, list] = {}
     os_names = set()
+    people, orgs = _people_and_orgs(sentences)
+    claimed_set = {c.lower() for c in (claimed or ()) if c}
+    denied: set[str] = set()
+    aliases: dict[str, str] = {}  # code -> the longer name it stands for
+    # the user turns that answer an agent question about the product (or about something else)
+    answers_product: set[int] = set()
+    answers_other: set[int] = set()
+    turn_roles: dict[int, str] = {}
+    for turn, role, _ in sentences:
+        turn_roles.setdefault(turn, role)
+    for turn, role, text in sentences:
+        if role != "agent" or "?" not in text:
+            continue
+        target = answers_product if _PRODUCT_QUESTION.search(text) else answers_other if _OTHER_QUESTION.search(text) else None
+        if target is None:
+            continue
+        j = turn + 1
+        while turn_roles.get(j) == "user" and j <= turn + 2:
+            target.add(j)
+            j += 1
+    answers_other -= answers_product
     for turn, role, text in sentences:
         for h in find_os(text) + find_browsers(text):
             os_names.add(h.value.lower())
         body = _strip_lead(text)
-        offset = len(text) - len(body)
         if _mostly_upper(body):
             continue
+        correction = correction_cue(body) or bool(re.search(r",\s+not\s+", body))
+        org_spans = [m.span("n") for pat in _ORG_CUES for m in pat.finditer(body)]
         for m in _CAP_SEQ.finditer(body):
             if _ORG_TAIL.search(m.group()):
                 continue  # "our New Accounts Team": an organization
             tokens = m.group().split()
             start = m.start()
             # a sentence-initial capital says nothing: a lone capitalized word there is not a name
-            at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“(]\s*$", body[: m.start()]))
+            at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$", body[: m.start()]))
             if at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", tokens[0]):
                 continue
             while tokens and (tokens[0].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[0].lower().strip(".,") in _STOP):
@@ -1454,26 +1717,54 @@ def product_candidates(sentences: Sequence[tuple[int, str, str]], problem_turns:
             if not tokens:
                 continue
             name = " ".join(tokens).strip(".,'’")
+            end = start + len(name)
+            key = name.lower()
+            if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name):
+                continue  # what is left is a lone sentence-initial word ("Things I tried: ...")
             if len(name) < 2 or is_placeholder_only(name) or re.fullmatch(r"[\d.\s]+|\d{1,3}[A-Za-z]{1,2}", name):
                 continue
-            if _ORG_TAIL.search(name) or name.lower() in os_names or any(name.lower() in o for o in os_names):
+            if _ORG_TAIL.search(name) or key in os_names or any(key in o for o in os_names):
                 continue
-            if find_os(name) or find_browsers(name) or re.fullmatch(r"[A-Z]{2,5}", name) and not _HEAD_AFTER.match(body[m.end() :]):
+            if find_os(name) or find_browsers(name) or re.fullmatch(r"[A-Z]{2,5}", name) and not _HEAD_AFTER.match(body[end:]):
                 continue  # an acronym alone ("DM", "ET", "LTS") is not a product
+            if key in _GENERIC_THINGS or re.fullmatch(_PRODUCT_HEADS, key):
+                continue  # "my TV", "the Wi-Fi": a kind of thing, not a name
             if re.fullmatch(r"(?:[A-Z]{1,6}[-_]?[A-Z]?\d{2,6}[A-Z]?)", name) and _ERROR_CONTEXT.search(text):
                 continue
+            if key in people or tokens[0].lower() in people:
+                continue  # a person ("This is Chloe Brown", "Thanks, Hugo", a sign-off)
+            if key in orgs and any(a <= start and end <= b for a, b in org_spans):
+                continue  # the company where it greets or signs ("Thanks for contacting X", "X Support")
+            if key in claimed_set or any(key in c and re.search(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", c) for c in claimed_set):
+                continue  # a plan, an amount, an identifier, a code ... another detector owns it
+            if re.search(r"[>»→]\s*$", body[:start]) or re.match(r"\s*[>»→]", body[end:]) or _UI_BEFORE.search(body[max(0, start - 20) : start]):
+                continue  # "Settings > About", "tap Save": a menu path or a button
+            if _THIRD_PARTY_BEFORE.search(body[max(0, start - 40) : start]):
+                continue  # "shipped with X", "paid with my X": a carrier or a payment service
+            if _PLAN_AFTER.match(body[end:]):
+                continue  # "the Premium annual plan": a plan
+            if turn in answers_other and role == "user" and len(body.split()) <= 8:
+                continue  # the answer to "which plan / carrier / card?"
             if len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name) and (
                 re.search(r"\b(?:hi|hello|hey|dear|thanks|thank\s+you|sorry|me|bye|cheers|regards|welcome|no|yes|ok|okay|oh|well)\s*,?\s*$", body[max(0, start - 14) : start], re.I)
-                or re.match(r"\s*[.!]?\s*$", body[m.end() :])
+                or re.match(r"\s*[.!]?\s*$", body[end:])
             ):
                 continue  # "Hi Phil", "... Phil." at the end of a message: a person, not a product
-            key = name.lower()
+            if correction and is_negated(body, start, end):
+                denied.add(key)
+                continue
+            paren = re.match(r"\s*\(\s*([A-Za-z0-9][\w-]*\d[\w-]*)\s*\)", body[end:])
+            if paren and len(tokens) >= 2:
+                aliases[paren.group(1).lower()] = key  # "Trailhead 45L Backpack (TH-45)"
             entry = found.setdefault(key, [name, 0.0, turn, text, 0])
             entry[4] += 1
             bonus = 0.0
-            if _HEAD_AFTER.match(body[m.end() :]):
+            if _HEAD_AFTER.match(body[end:]):
                 bonus += 0.5
-            if re.search(r"\b(?:my|our|the|your|using|use|with|on|for|of|bought|ordered|have|own|installed)\s+$", body[max(0, start - 12) : start], re.I):
+            before = body[max(0, start - 40) : start]
+            if _OWNERSHIP_BEFORE.search(before):
+                bonus += 0.5  # "I'm using X", "the device is a X", "my router is the X"
+            elif re.search(r"\b(?:my|our|the|your|using|use|with|on|for|of|bought|ordered|have|own|installed)\s+$", before, re.I):
                 bonus += 0.3
             if re.search(r"[a-z][A-Z]", name) or (len(tokens) >= 2 and re.search(r"[a-z]", name)):
                 bonus += 0.3  # a real name: "Cloudberry Drive", "iPhone"
@@ -1481,9 +1772,29 @@ def product_candidates(sentences: Sequence[tuple[int, str, str]], problem_turns:
                 bonus += 0.1  # a code or an acronym pair: weaker
             if turn in problem_turns:
                 bonus += 0.6
+            if turn in answers_product and role == "user":
+                bonus += 0.6  # the answer to "which model / app is it?"
+            if correction and role == "user":
+                bonus += 0.4  # "sorry, it's X, not Y": the corrected name
             if role == "agent" and re.search(r"\b(?:contacting|reaching\s+out\s+to|calling|welcome\s+to|connected\s+to|reached|choosing|from)\s+$", body[max(0, start - 25) : start], re.I):
                 bonus -= 1.0  # "Thanks for contacting X": the company, not the product
             entry[1] = max(entry[1], bonus)
+    # a model number inside a longer name counts for the longer name
+    for key in list(found):
+        if key in denied:
+            del found[key]
+    for key in list(found):
+        name = found[key][0]
+        if not re.search(r"\d", key) or len(name.split()) > 1:
+            continue
+        c = _compact(key)
+        longer = aliases.get(key)
+        if longer is None:
+            longer = next((k for k in found if k != key and len(found[k][0].split()) >= 2 and len(c) >= 3
+                           and any(_compact(tok) == c or (len(c) >= 4 and c in _compact(tok)) for tok in found[k][0].split())), None)
+        if longer in found:
+            found[longer][4] += found[key][4]
+            del found[key]
     out = []
     problem_text = " ".join(t for turn, _, t in sentences if turn in problem_turns)
     all_text = " ".join(t for _, _, t in sentences)
@@ -1676,7 +1987,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
         score, _, best = ranked[0]
         score = problem_score(best.text)
         if score >= 0.3:
-            text = _strip_lead(best.text).strip()
+            text = problem_statement(best.text)
             an.problem = Finding("problem", "problem", text, "string", round(min(0.9, 0.3 + score * 0.65), 2), best.turn, "user", best.text, text)
             findings.append(an.problem)
         an.problem_text = " ".join(_strip_lead(turns[t][1]).strip() for t in problem_turns)[:600]
@@ -1716,8 +2027,10 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     findings += _resolution(turns, sentences, instr_scores)
     findings += _root_cause(sentences, an.problem_turns)
     findings += _attempts_and_escalation(sentences)
-    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], set(an.problem_turns))
     owned = {f.value.lower() for f in findings if f.usable and f.signal in ("plan", "identifier", "os", "browser", "answer", "key_value", "error_code", "error_message")}
+    claimed = [f.raw or f.value for f in findings if f.signal in ("plan", "identifier", "amount", "measurement", "date", "version", "error_code")]
+    claimed += [f.value for f in findings if f.signal == "answer" and re.search(r"plan|tier|subscription|membership|carrier|card|payment", f.name)]
+    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], set(an.problem_turns), claimed)
     prods = [p for p in prods if p[0].lower() not in owned]
     if prods:
         name, score, turn, text = prods[0]
@@ -1871,6 +2184,10 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
         ss = by_turn[turn]
         text = turns[turn][1]
         a, b = ss[0].start, ss[-1].end
+        if ss[-1].text.rstrip().endswith(":"):  # "Try these steps:" - the list that follows is the step
+            items = [x for x in sentences if x.turn == turn and x.start >= b and re.match(r"\s*(?:\d{1,2}[.)]|[-*•])\s", text[x.start : x.start + 5])]
+            if items:
+                b = items[-1].end
         if b - a > 400:  # keep the first few steps
             b = max((x.end for x in ss if x.end - a <= 400), default=ss[0].end)
         return _strip_lead(text[a:b]).strip(), text[a:b]
@@ -1878,30 +2195,74 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
     # a user who reports their own fix ("I disabled the add-in and now it opens fine")
     self_fix = None
     for s in sentences:
-        if s.role == "user" and _SELF_FIX.search(s.text) and not re.search(r"\b(?:tried|already)\b", s.text, re.I) and not correction_cue(s.text):
+        if (
+            s.role == "user"
+            and _SELF_FIX.search(s.text)
+            and not re.search(r"\b(?:tried|already|can'?t|cannot|won'?t|doesn'?t|isn'?t|not|never|error|fail\w*|problem|issue)\b", s.text, re.I)
+            and not correction_cue(s.text)
+            and not _ASIDE.match(_strip_lead(s.text))
+        ):
             pol, st = confirmation(s.text, "user")
             same_turn_ok = any(e[0] == s.turn and e[1] > 0 and e[3].role == "user" for e in events)
             if pol > 0 or (same_turn_ok and pol == 0 and s.turn not in [e[0] for e in events if e[1] < 0]):
                 self_fix = s
+    user_neg_turns = {e[0] for e in events if e[1] < 0 and e[3].role == "user"}
+
+    def fix_turn(t: int) -> int | None:
+        """The instruction turn a user verdict at turn ``t`` is about: the last one before it, unless
+        the user reported a failure in between (then that step did not fix it)."""
+        prior = [k for k in by_turn if k < t]
+        if not prior:
+            return None
+        k = max(prior)
+        if any(k < u < t for u in user_neg_turns):
+            return None
+        return k
+
+    def chain_head(k: int) -> int:
+        """Steps given one after another ("First, clear the cache." - "Ok" - "Now sign in again."): the
+        chain's first step is the substantive fix, the later ones its follow-through."""
+        while True:
+            prev = [j for j in by_turn if j < k]
+            if not prev:
+                return k
+            j = max(prev)
+            between = [i for i in range(j + 1, k) if turns[i][0] == "user"]
+            if not between or any(i in user_neg_turns for i in between) or any(e[0] in between and e[1] > 0 for e in events if e[3].role == "user"):
+                return k
+            if any(len(turns[i][1].split()) > 8 for i in between):
+                return k  # more than an acknowledgement
+            lead = by_turn[k][0].text
+            if not re.match(r"(?:\W*(?:[A-Za-z']+(?:\s+[A-Za-z']+)?)\s*[,.!]\s*)*\W*"
+                            r"(?:now|next|then|after\s+that|afterwards|once\s+(?:that'?s|it'?s|it\s+is)\s+done|finally|lastly|also|"
+                            r"step\s+(?:two|three|2|3)|second(?:ly)?|third(?:ly)?)\b", lead, re.I):
+                return k
+            k = j
+
     confirmed = None
     user_pos = [e for e in events if e[1] > 0 and e[3].role == "user"]
-    for t, pol, st, s in user_pos:
-        prior = [k for k in by_turn if k < t]
-        if prior:
-            confirmed = (max(prior), t, st, s)
+    # the first confirmation answers the opening problem (a later one may be about a second issue)
+    ordered = [e for e in user_pos if e[2] >= 0.6] + [e for e in user_pos if e[2] < 0.6]
+    for t, pol, st, s in ordered:
+        k = fix_turn(t)
+        if k is not None:
+            confirmed = (chain_head(k), t, st, s)
+            break
     if self_fix is not None and (confirmed is None or self_fix.turn >= confirmed[1]):
         value = _strip_lead(self_fix.text).strip()
         out.append(Finding("resolution", "resolution", value, "string", 0.8, self_fix.turn, "user", self_fix.text, value))
-    elif confirmed is not None:
+    elif confirmed is not None and span_of(confirmed[0])[0]:
         k, t, st, s = confirmed
         value, ev = span_of(k)
         out.append(Finding("resolution", "resolution", value, "string", round(min(0.9, 0.55 + 0.35 * st), 2), k, "agent", ev, value))
     elif by_turn:
         k = max(by_turn)
-        failed_after = any(e[1] < 0 and e[3].role == "user" and e[0] > k for e in events)
+        # a failure reported after it, or the agent giving up / escalating after it: nothing resolved it
+        failed_after = any(e[1] < 0 and e[0] > k for e in events)
         if not failed_after:
-            value, ev = span_of(k)
-            out.append(Finding("resolution", "resolution", value, "string", 0.5, k, "agent", ev, value))
+            value, ev = span_of(chain_head(k))
+            if value:
+                out.append(Finding("resolution", "resolution", value, "string", 0.5, k, "agent", ev, value))
     else:
         done = [e for e in events if e[1] > 0 and e[3].role == "agent" and re.search(r"\b(?:has|have)\s+been\b", e[3].text, re.I)]
         if done:

@@ -113,6 +113,29 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("reason", "VARCHAR"),
         ("backend", "VARCHAR NOT NULL"),
     ],
+    # Unpartitioned, replaced whole by feature_clusters.
+    "cluster_assignments": [
+        ("dialogue_id", "VARCHAR NOT NULL"),
+        ("view", "VARCHAR NOT NULL"),
+        ("cluster_id", "BIGINT NOT NULL"),
+        ("distance", "DOUBLE NOT NULL"),
+        ("is_representative", "BOOLEAN NOT NULL"),
+        ("model_version", "VARCHAR NOT NULL"),
+    ],
+    "clusters": [
+        ("view", "VARCHAR NOT NULL"),
+        ("cluster_id", "BIGINT NOT NULL"),
+        ("size", "BIGINT NOT NULL"),
+        ("n_representatives", "BIGINT NOT NULL"),
+        ("model_version", "VARCHAR NOT NULL"),
+    ],
+    "cluster_models": [
+        ("model_version", "VARCHAR NOT NULL"),
+        ("model", "BLOB NOT NULL"),
+        ("n_fit_rows", "BIGINT NOT NULL"),
+        ("fitted_at", "TIMESTAMPTZ NOT NULL"),
+        ("drift_report", "VARCHAR"),
+    ],
     # Unpartitioned governance state (no batch_key): appended, never rewritten.
     "metadata_versions": [
         ("version", "INTEGER NOT NULL"),
@@ -176,6 +199,7 @@ def polars_schema(table: str) -> dict[str, pl.DataType]:
         "DOUBLE": pl.Float64,
         "BOOLEAN": pl.Boolean,
         "TIMESTAMPTZ": pl.Datetime("us", "UTC"),
+        "BLOB": pl.Binary,
     }
     return {name: mapping[sql.split()[0]] for name, sql in TABLES[table]}
 
@@ -229,6 +253,24 @@ def replace_batch(con: duckdb.DuckDBPyConnection, table: str, batch_key: str, fr
     con.execute("BEGIN TRANSACTION")
     try:
         con.execute(f"DELETE FROM {table} WHERE batch_key = ?", [batch_key])
+        if rows.height:
+            con.register("_incoming", rows.to_arrow())
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+            con.unregister("_incoming")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return rows.height
+
+
+def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
+    """Replace all rows of an unpartitioned table atomically."""
+    ensure_schema(con)
+    rows = conform(table, frame)
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"DELETE FROM {table}")
         if rows.height:
             con.register("_incoming", rows.to_arrow())
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
@@ -298,3 +340,9 @@ def replace_failures(con: duckdb.DuckDBPyConnection, batch_key: str, stage: str,
         con.execute("ROLLBACK")
         raise
     return rows.height
+
+
+def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
+    ensure_schema(con)
+    cols = ", ".join(f'"{c}"' for c, _ in TABLES[table])
+    return con.execute(f"SELECT {cols} FROM {table}").pl()

@@ -2,11 +2,15 @@
 
 import dagster as dg
 
+from sarag_assets.defs.resources import SaragHome
+
 # Per new batch, launched by the inbox sensor: parse, store, propose candidate columns.
 ingest_batch_job = dg.define_asset_job(
     "ingest_batch_job",
-    selection=dg.AssetSelection.assets("raw_dialogues", "quarantine", "candidate_schemas"),
-    description="Parse and store one conversation batch and propose its candidate columns.",
+    selection=dg.AssetSelection.assets(
+        "raw_dialogues", "quarantine", "candidate_schemas", "pseudo_documents", "dialogue_graphs"
+    ),
+    description="Parse and store one conversation batch; propose its candidate columns, pseudo-documents and graphs.",
 )
 
 # Unpartitioned: evolve M* with every candidate not governed yet.
@@ -22,3 +26,31 @@ refresh_rows_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets("validated_rows"),
     description="Validate one batch's rows against the current governed metadata.",
 )
+
+# Per batch: write the batch's rows, pseudo-documents and graph nodes into LanceDB.
+index_batch_job = dg.define_asset_job(
+    "index_batch_job",
+    selection=dg.AssetSelection.assets("lancedb_indices"),
+    description="Replace one batch's rows in the four LanceDB tables.",
+)
+
+# Unpartitioned: cluster the current rows (assign new ones; refit when configured or on drift).
+cluster_job = dg.define_asset_job(
+    "cluster_job",
+    selection=dg.AssetSelection.assets("feature_clusters"),
+    description="Update the T-RAG feature clusters.",
+)
+
+
+@dg.op(description="Compact the LanceDB tables and bring their indices up to date.")
+def optimize_lancedb(context: dg.OpExecutionContext, sarag_home: SaragHome):
+    from sarag_assets.core.indices import IndexStore
+
+    store = IndexStore(str(sarag_home.home().lancedb))
+    report = store.optimize()
+    context.log.info(f"optimized: {report}")
+
+
+@dg.job(description="Daily LanceDB maintenance: compaction and index refresh.")
+def optimize_indices_job():
+    optimize_lancedb()

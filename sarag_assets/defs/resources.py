@@ -55,3 +55,16 @@ class Structuring(dg.ConfigurableResource):
 
     def column_min_support(self) -> int:
         return self.min_support or env_int("SARAG_MIN_COLUMN_SUPPORT", 2)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The sentence embedder: the packaged all-MiniLM-L6-v2 unless `model` (or SARAG_EMBEDDING_MODEL) names
+    another local sentence-transformers model. Loaded once per process; vectors cached in the warehouse."""
+
+    model: str = ""
+    batch_size: int = 64
+
+    def embedder(self, home: Home):
+        from sarag_assets.core.embedding import DuckDBEmbeddingStore, Embedder
+
+        return Embedder(self.model or None, batch_size=self.batch_size, store=DuckDBEmbeddingStore(str(home.warehouse)))

@@ -22,6 +22,7 @@ class PipelineRun:
     batches: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     refreshed: list[str] = field(default_factory=list)  # batches whose rows were brought up to the current M*
+    indexed: list[str] = field(default_factory=list)  # batches written to LanceDB
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
@@ -73,4 +74,34 @@ def land_and_process(
             partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error
         )
         (outcome.refreshed if run.success else outcome.failed).append(key)
+
+    index = defs.resolve_job_def("index_batch_job")
+    for key in keys:
+        if _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
+            run = index.execute_in_process(
+                partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+            )
+            (outcome.indexed if run.success else outcome.failed).append(key)
+    if _outdated(instance, "feature_clusters", ["validated_rows"], None):
+        run = defs.resolve_job_def("cluster_job").execute_in_process(
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+        )
+        if not run.success:
+            outcome.failed.append("feature_clusters")
     return outcome
+
+
+def _latest_storage_id(instance: dg.DagsterInstance, asset: str, partition: str | None) -> int | None:
+    records = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition] if partition else None),
+        limit=1,
+    ).records
+    return records[0].storage_id if records else None
+
+
+def _outdated(instance: dg.DagsterInstance, asset: str, deps: list[str], partition: str | None) -> bool:
+    """Never materialized, or some dependency (that partition, or any partition) materialized since."""
+    own = _latest_storage_id(instance, asset, partition)
+    if own is None:
+        return all(_latest_storage_id(instance, d, partition) is not None for d in deps)
+    return any((_latest_storage_id(instance, d, partition) or 0) > own for d in deps)

@@ -860,6 +860,16 @@ class EmbeddedBackend:
             judgements.append(ValueJudgement(column=ev.column, supported=bool(ok), reason=str(reason)))
         return RowJudgement(dialogue_id=conversation.dialogue_id, judgements=judgements, backend=self.name)
 
+    def pseudo_documents(self, conversation: ConversationInput):
+        from sarag_assets.core.refinement import pseudo_documents
+
+        return pseudo_documents(conversation, backend_name=self.name)
+
+    def dialogue_graph(self, conversation: ConversationInput):
+        from sarag_assets.core.refinement import dialogue_graph
+
+        return dialogue_graph(conversation, backend_name=self.name)
+
 
 def _short(v: str, n: int = 40) -> str:
     v = " ".join(v.split())

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 __all__ = [
     "CANDIDATE_SCHEMA",
+    "DIALOGUE_GRAPH",
+    "PSEUDO_DOCUMENTS",
     "EXTRACT_ROW",
     "GOVERNANCE",
     "JUDGE_ROW",
@@ -181,4 +183,53 @@ Rules:
   used by at most one KEEP, EXPAND or ADD. A DELETE or MERGE names the candidate that motivates it,
   or null. Do not list current columns that no candidate touches.
 - reason: one short line for every operation.
+"""
+
+
+# -- Structured Dialogue Refinement (SDR): pseudo-documents and dialogue graphs ------------------------
+
+PSEUDO_DOCUMENTS = f"""\
+{_CONTEXT}
+
+Task: predict the search queries this conversation can answer, from both sides. Users phrase
+problems, helpers phrase solutions, so the conversation gets two sets of queries. The data block holds
+one conversation.
+- issue_queries (3 to 8): what the user needed, written the way a person with the same problem would
+  type it into a search box or a help form: the problem statement; the symptom together with the
+  product, model, version, operating system, plan or error code it occurs with ("<product> <symptom>",
+  "<error code> on <product> <version>"); the user's own questions. Use the facts as corrected later in
+  the conversation.
+- solution_queries (2 to 8): what resolved the problem or was tried, written so that questions like
+  "what fixed X?", "how do I Y?" or "why does X happen?" match them: the step the user confirmed
+  worked, the other concrete instructions, the stated cause, actions the helper took (a refund, a
+  replacement, an escalation), the answer to an information question, and steps that were tried and
+  failed, written as "tried: <step> (did not help)". If nothing was resolved, give what the helper
+  said or proposed.
+Rules: every query short (at most about 20 words), self-contained (name the product or the problem
+instead of "it"), distinct from the others, and only about facts stated in the conversation. No
+greetings, thanks, sign-offs or small talk, no speaker labels (user1, agent1), no redaction
+placeholders ([EMAIL], [NAME], ...), no personal data.
+"""
+
+DIALOGUE_GRAPH = f"""\
+{_CONTEXT}
+
+Task: turn this conversation into a dialogue graph of issue-solution units. The data block holds one
+conversation; a turn's number is the [n] in front of it.
+- nodes, in conversation order, with node_id n0, n1, n2, ...: a unit starts at a user turn that
+  expresses an issue or a question (consecutive user turns belong to the same unit) and includes the
+  helper's answer to it.
+  issue: the user's issue in this unit, in their words, without greetings or thanks.
+  answer: the helper's answer to it, in the helper's words, without pleasantries; "" when nobody
+  answered (the user moved on or the conversation ended there).
+  turn_start, turn_end: the first and the last turn number of the unit (inclusive; existing turns).
+  Turns that are only greetings, thanks or small talk are not units of their own: include them in a
+  neighbouring unit or leave them out. Every conversation has at least one node.
+- edges: source is the later unit, target an earlier one.
+  refines: the user narrows or corrects the earlier issue ("actually it's version 2.3", "more
+  specifically, only when ...", the same problem restated with a new detail).
+  elaborates: the helper expands the earlier solution, typically after the user asks about it ("how
+  do I do that?", "where is that setting?", "what do you mean?"), or the helper continues the same
+  instructions ("Next, ...").
+  A unit that starts a new topic or a second, unrelated issue gets no edge. reason: one short line.
 """

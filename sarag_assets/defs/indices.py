@@ -1,0 +1,149 @@
+"""Retrieval side: feature_clusters (unpartitioned, incremental) and lancedb_indices[batch]."""
+
+from datetime import datetime, timezone
+import json
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from sarag_assets.core import warehouse
+from sarag_assets.core.cluster_stage import update_clusters
+from sarag_assets.core.clusters import ClusterModel, oversized_clusters
+from sarag_assets.core.index_documents import batch_index_rows, linearized_rows, with_vectors
+from sarag_assets.core.indices import TABLES, IndexStore
+from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
+from sarag_assets.defs.partitions import conversation_batches
+from sarag_assets.defs.resources import DUCKDB_POOL, EmbedderResource, SaragHome, Structuring
+from sarag_assets.defs.structuring import load_metadata
+
+
+class ClusterRunConfig(dg.Config):
+    refit: bool = False  # the daily schedule sets it: refit from scratch instead of assigning new rows
+    k: int = 0  # clusters per view; 0 = chosen from the corpus size
+
+
+def _current_table(con, columns):
+    table = con.execute("SELECT * FROM conversation_table").pl() if columns else \
+        con.execute("SELECT dialogue_id, batch_key FROM current_dialogue_versions").pl()
+    return linearized_rows(table, columns)
+
+
+@dg.asset(
+    deps=["validated_rows"],
+    group_name="retrieval",
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    automation_condition=ON_DEPENDENCY_CHANGE,
+    description="T-RAG: every current conversation's linearized row in three feature views (semantic, "
+    "structural, heuristic), each clustered with KMeans; new rows join the nearest centroid, a refit "
+    "happens on drift and daily.",
+    check_specs=[dg.AssetCheckSpec("cluster_sizes", asset="feature_clusters")],
+)
+def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig, sarag_home: SaragHome,
+                     structuring: Structuring, embedder: EmbedderResource):
+    home = sarag_home.home()
+    with warehouse.connect(home.warehouse) as con:
+        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        rows = _current_table(con, [c.name for c in metadata.columns])
+        stored = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone()
+        previous_assignments = warehouse.read_table(con, "cluster_assignments")
+    previous = ClusterModel.from_bytes(stored[0]) if stored else None
+    if rows.height == 0:
+        raise dg.Failure("no current conversations to cluster yet")
+    update = update_clusters(previous, rows, previous_assignments, refit=config.refit, k=config.k or None,
+                             embedder=embedder.embedder(home))
+    with warehouse.connect(home.warehouse) as con:
+        if update.action != "unchanged":
+            warehouse.append_rows(con, "cluster_models", pl.DataFrame([{
+                "model_version": update.model.model_version, "model": update.model.to_bytes(),
+                "n_fit_rows": update.model.n_fit_rows, "fitted_at": datetime.now(timezone.utc),
+                "drift_report": json.dumps(update.reasons)}]))
+        warehouse.replace_table(con, "cluster_assignments", update.assignments)
+        warehouse.replace_table(con, "clusters", update.clusters)
+    sizes = update.clusters.sort("view", "cluster_id")
+    big = oversized_clusters(update.clusters)
+    yield dg.MaterializeResult(metadata={
+        "action": update.action,
+        "reasons": "; ".join(update.reasons) or "none",
+        "model_version": update.model.model_version,
+        "conversations": rows.height,
+        "new_rows": update.new_rows,
+        "clusters_per_view": {v: int(n) for v, n in sizes.group_by("view").len().iter_rows()},
+        "sizes": dg.MetadataValue.md("| view | cluster | size |\n|---|---|---|\n" + "\n".join(
+            f"| {r['view']} | {r['cluster_id']} | {r['size']} |" for r in sizes.iter_rows(named=True))),
+    })
+    yield dg.AssetCheckResult(
+        check_name="cluster_sizes", passed=big.height == 0, severity=dg.AssetCheckSeverity.WARN,
+        description="no cluster holds more than half the corpus",
+        metadata={"oversized": ", ".join(f"{r['view']}#{r['cluster_id']} ({r['share']:.0%})"
+                                         for r in big.iter_rows(named=True)) or "none",
+                  "largest_share": float(big["share"].max()) if big.height else
+                  float((sizes["size"] / sizes["size"].sum() * sizes["view"].n_unique()).max()) if sizes.height else 0.0},
+    )
+
+
+@dg.asset(
+    partitions_def=conversation_batches,
+    deps=["validated_rows", "pseudo_documents", "dialogue_graphs"],
+    group_name="retrieval",
+    kinds={"lancedb"},
+    pool=DUCKDB_POOL,
+    automation_condition=ON_DEPENDENCY_CHANGE,
+    description="LanceDB tables table_rows, issue_documents, solution_documents and graph_nodes for the batch's "
+    "current conversations (text, vector, ids back to DuckDB), with native full-text indices.",
+    check_specs=[
+        dg.AssetCheckSpec("index_counts_match_sources", asset="lancedb_indices", blocking=True),
+        dg.AssetCheckSpec("no_duplicate_ids", asset="lancedb_indices", blocking=True),
+        dg.AssetCheckSpec("vectors_unit_norm", asset="lancedb_indices"),
+    ],
+)
+def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring,
+                    embedder: EmbedderResource):
+    home = sarag_home.home()
+    key = context.partition_key
+    with warehouse.connect(home.warehouse) as con:
+        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        columns = [c.name for c in metadata.columns]
+        current_ids = {d for (d,) in con.execute(
+            "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [key]).fetchall()}
+        table = con.execute("SELECT * FROM conversation_table WHERE batch_key = ?", [key]).pl()
+        documents = warehouse.read_batch(con, "pseudo_documents", key)
+        nodes = warehouse.read_batch(con, "graph_nodes", key)
+    rows = batch_index_rows(linearized_rows(table, columns), documents, nodes, current_ids)
+    encoder = embedder.embedder(home)
+    store = IndexStore(str(home.lancedb), dimension=encoder.dimension)
+    written, outcomes = {}, {}
+    for name, frame in rows.tables.items():
+        vectors = encoder.encode(frame["text"].to_list())
+        result = store.replace_batch(name, key, with_vectors(frame, vectors), superseded_dialogue_ids=current_ids)
+        store.ensure_indices(name)
+        written[name] = result.as_dict()
+        stored_ids = store.ids(name, key)
+        outcomes[name] = (frame.height, len(stored_ids), len(stored_ids) - len(set(stored_ids)),
+                          vectors)
+    yield dg.MaterializeResult(metadata={
+        "conversations": len(current_ids),
+        "rows": {n: o[1] for n, o in outcomes.items()},
+        "inserted": {n: w["inserted"] for n, w in written.items()},
+        "updated": {n: w["updated"] for n, w in written.items()},
+        "deleted": {n: w["deleted"] for n, w in written.items()},
+        "texts_encoded": encoder.encoded,
+        "lancedb_uri": str(home.lancedb),
+    })
+    mismatched = {n: f"{o[1]} stored vs {o[0]} source" for n, o in outcomes.items() if o[0] != o[1]}
+    yield dg.AssetCheckResult(check_name="index_counts_match_sources", passed=not mismatched,
+                              description="each table holds exactly one row per source row of the batch",
+                              metadata={n: o[1] for n, o in outcomes.items()} | {"mismatched": str(mismatched or "none")})
+    dupes = {n: o[2] for n, o in outcomes.items()}
+    yield dg.AssetCheckResult(check_name="no_duplicate_ids", passed=not any(dupes.values()),
+                              description="no id appears twice in a table", metadata=dupes)
+    norms = np.concatenate([np.linalg.norm(o[3], axis=1) for o in outcomes.values() if len(o[3])]) \
+        if any(len(o[3]) for o in outcomes.values()) else np.ones(1)
+    dims = {o[3].shape[1] for o in outcomes.values() if len(o[3])}
+    yield dg.AssetCheckResult(
+        check_name="vectors_unit_norm",
+        passed=bool(np.all(np.abs(norms - 1) < 1e-3)) and dims <= {encoder.dimension},
+        description="vectors have the model's dimension and unit norm",
+        metadata={"dimension": encoder.dimension, "min_norm": float(norms.min()), "max_norm": float(norms.max())},
+    )
