@@ -19,6 +19,8 @@ are gone, and everything else is untouched. A crash leaves the old state or the 
 created), which is what makes two writers inserting the same new ids conflict and retry instead of both
 committing duplicates. Rows whose `content_hash` and `batch_key` did not change are not rewritten.
 An id is unique across the whole table: writing a row whose id another batch holds moves it here.
+Writers of different batches, or of the same one, may run at once (threads or processes): lost commit
+races, including two writers creating the same table, are retried (every write here is idempotent).
 
 Indices (`IndexStore.ensure_indices`): a native BM25 full-text index on `text` (ICU word segmentation,
 so Chinese, Japanese, Arabic are tokenized too), and an ANN vector index (IVF_PQ by default) only once the
