@@ -23,6 +23,9 @@ KMeans runs per view (euclidean; on unit vectors this ranks like cosine). Rules:
   The T-RAG reference code used a fixed k = 3; pass ``k=3`` for that.
 - Determinism: ``random_state=seed`` and a fixed ``n_init`` (1, k-means++); the TruncatedSVD and the
   route sketch use the same seed. Labels are recomputed as nearest centroid so fit and ``assign`` agree.
+- Threads: the fit runs with ``threads`` (1) BLAS/OpenMP threads. On a shared 2-core machine (other
+  assets running) multi-threaded KMeans was 5-7x slower than one thread (OpenMP spin-waits), the SVD 2-4x.
+  ``threads=None`` leaves the library defaults for a dedicated machine.
 - Representatives: per cluster the ``n_representatives`` (50, as in the reference code) members closest
   to the centroid; their vectors are stored in the model (coarse routing needs nothing else). They are
   updated only by a refit (``fit_clusters`` again, which also makes a new ``model_version``).
@@ -66,6 +69,7 @@ graph sketch (a new topic's own words are unknown until a refit); the fit holds 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -146,6 +150,7 @@ class ClusterConfig:
     damping: float = 0.85
     seed_temperature: float | None = 0.02  # None: seed = similarity clipped at 0
     graph_dims: int | None = 64
+    threads: int | None = 1  # BLAS/OpenMP threads for fit and assign; None: the libraries' defaults
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "ClusterConfig":
@@ -159,6 +164,24 @@ def choose_k(n: int, k_min: int = 2, k_max: int = 64) -> int:
         raise ValueError("cannot cluster an empty corpus")
     k = int(math.floor(math.sqrt(n / 2.0) + 0.5))
     return max(1, min(n, max(k_min, min(k_max, k))))
+
+
+_CONTROLLER = None
+
+
+def _thread_limit(threads: int | None, user_api: str | None = None):
+    """Limit the BLAS / OpenMP thread pools for a block (None: leave them alone). The controller is built
+    once (it inspects the loaded libraries)."""
+    if threads is None:
+        return contextlib.nullcontext()
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        import scipy.linalg  # noqa: F401  (scipy's own OpenBLAS and sklearn's OpenMP must be loaded
+        import sklearn.cluster  # noqa: F401  before the controller looks for thread pools)
+        from threadpoolctl import ThreadpoolController
+
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER.limit(limits=threads, user_api=user_api)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -622,20 +645,22 @@ def fit_clusters(rows: Any, *, k: int | None = None, seed: int = 0, config: Clus
     m = config.n_representatives
 
     semantic = _semantic(texts, embeddings, embedder)
-    raw = _structural_matrix(texts)
-    mean = raw.mean(axis=0)
-    std = raw.std(axis=0)
-    std = np.where(std > 1e-9, std, 1.0)
-    structural = _standardize(raw, mean, std)
-    heuristic_model = _fit_heuristic(texts, config, seed)
-    heuristic = heuristic_model.transform(texts)
-    features = FeatureViews(ids, semantic, structural, heuristic)
+    with _thread_limit(config.threads):
+        raw = _structural_matrix(texts)
+        mean = raw.mean(axis=0)
+        std = raw.std(axis=0)
+        std = np.where(std > 1e-9, std, 1.0)
+        structural = _standardize(raw, mean, std)
+        heuristic_model = _fit_heuristic(texts, config, seed)
+        heuristic = heuristic_model.transform(texts)
+        features = FeatureViews(ids, semantic, structural, heuristic)
 
-    views: dict[str, ViewModel] = {}
-    per_view: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-    for name in VIEWS:
-        views[name], labels, dists, is_rep = _view_model(features.view(name), ids, k_eff, m, config, seed)
-        per_view[name] = (labels, dists, is_rep)
+        views: dict[str, ViewModel] = {}
+        per_view: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        for name in VIEWS:
+            views[name], labels, dists, is_rep = _view_model(features.view(name), ids, k_eff, m, config, seed)
+            per_view[name] = (labels, dists, is_rep)
+        graph_components = _graph_sketch(semantic, config.graph_dims, seed)
 
     digest = hashlib.sha256()
     digest.update(json.dumps([asdict(config), seed, k_eff], sort_keys=True).encode())
@@ -654,7 +679,7 @@ def fit_clusters(rows: Any, *, k: int | None = None, seed: int = 0, config: Clus
     model = ClusterModel(
         config=config, seed=seed, model_version=version, n_fit_rows=n, embedding_model=embedding_model,
         struct_mean=mean, struct_std=std, heuristic=heuristic_model,
-        graph_components=_graph_sketch(semantic, config.graph_dims, seed), views=views,
+        graph_components=graph_components, views=views,
     )
     model.fit_assignments = pl.concat(
         [_assignment_frame(ids, name, *per_view[name], version) for name in VIEWS], how="vertical"
@@ -673,7 +698,8 @@ def assign(model: ClusterModel, new_rows: Any, *, text_column: str = "text", emb
     frames = []
     for name in VIEWS:
         view = model.views[name]
-        labels, dists = _nearest(features.view(name), view.centroids)
+        with _thread_limit(model.config.threads, "blas"):
+            labels, dists = _nearest(features.view(name), view.centroids)
         view.n_assigned += len(labels)
         view.assigned_distance_sum += float(dists.sum())
         frames.append(_assignment_frame(features.dialogue_ids, name, labels, dists,
@@ -800,19 +826,6 @@ def personalized_pagerank(adjacency: sparse.spmatrix, personalization: np.ndarra
     return r
 
 
-_CONTROLLER = None
-
-
-def _blas_limit(threads: int):
-    """Limit BLAS threads for a block (the controller is built once: it inspects the loaded libraries)."""
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        from threadpoolctl import ThreadpoolController
-
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=threads, user_api="blas")
-
-
 class RouteHit(NamedTuple):
     dialogue_id: str
     score: float
@@ -910,7 +923,7 @@ class ClusterIndex:
         (view -> chosen cluster id) and ``similarity`` (exact semantic cosine to the query)."""
         if self.blas_threads is None:
             return self._route(query, top_k, max_candidates, tau, top_n, damping)
-        with _blas_limit(self.blas_threads):
+        with _thread_limit(self.blas_threads, "blas"):
             return self._route(query, top_k, max_candidates, tau, top_n, damping)
 
     def _route(self, query, top_k, max_candidates, tau, top_n, damping) -> list[RouteHit]:
@@ -921,8 +934,12 @@ class ClusterIndex:
         damping = cfg.damping if damping is None else damping
 
         chosen = self.route_clusters(query)
-        pools = [self.members[name][cid] for name, (cid, _) in chosen.items()]
-        candidates = np.unique(np.concatenate(pools)) if pools else np.zeros(0, dtype=np.int64)
+        if not chosen:
+            return []
+        in_union = np.zeros(len(self.dialogue_ids), dtype=bool)
+        for name, (cid, _) in chosen.items():
+            in_union[self.members[name][cid]] = True
+        candidates = np.flatnonzero(in_union)
         if len(candidates) == 0:
             return []
         q = np.asarray(query["semantic"], dtype=np.float32)
@@ -937,12 +954,14 @@ class ClusterIndex:
         order = np.lexsort((candidates, -scores))
         if top_k is not None:
             order = order[:top_k]
+        rows = candidates[order]
         clusters = {name: cid for name, (cid, _) in chosen.items()}
+        contained = {name: (self.row_clusters[name][rows] == cid).tolist() for name, cid in clusters.items()}
+        ids, row_scores, row_sims = self.dialogue_ids, scores[order].tolist(), sims[order].tolist()
         hits = []
-        for i in order:
-            row = int(candidates[i])
-            views = [name for name in clusters if self.row_clusters[name][row] == clusters[name]]
-            hits.append(RouteHit(self.dialogue_ids[row], float(scores[i]),
+        for j, row in enumerate(rows.tolist()):
+            views = [name for name in clusters if contained[name][j]]
+            hits.append(RouteHit(ids[row], row_scores[j],
                                  {"views": views, "clusters": {v: clusters[v] for v in views},
-                                  "similarity": float(sims[i])}))
+                                  "similarity": row_sims[j]}))
         return hits

@@ -191,7 +191,7 @@ def test_assign_puts_a_new_row_in_its_topics_cluster(model):
     m = fresh(model)
     new = [("router-new", "product: Netwave AX3000 router | version: 2.0.1 | problem: the wifi keeps disconnecting "
                           "and the router restarts | status: open")]
-    frame = m and C.assign(m, new)
+    frame = C.assign(m, new)
     assert list(frame.schema.items()) == list(C.CLUSTER_ASSIGNMENTS_SCHEMA.items())
     semantic = frame.filter(pl.col("view") == "semantic")
     assert semantic["cluster_id"].to_list() == [semantic_cluster_of(model, "router")]
