@@ -18,44 +18,58 @@ agent's instructions, requests for information, causes, outcomes ("your seat has
 other statements.
 
 **Units (graph nodes).** A unit starts at a user turn that expresses an issue or a question and takes
-the following agent turns as its answer; consecutive user turns merge. A later user turn opens a new
-unit when it shifts topic ("one more thing", "unrelated", "btw"), corrects or narrows the issue, asks a
-question, or states a new problem that is not just the answer to the agent's request for information;
-everything else (answers to the agent's questions, "ok", feedback, chatter the agent only acknowledges)
-continues the current unit. Greeting-only turns are never units. Node ``issue`` is the unit's user
-sentences without filler and positive confirmations, ``answer`` its agent sentences without filler (the
-agent's questions are dropped when it also said something else); empty when no agent turn followed.
-``turn_start`` is the unit's first user turn, ``turn_end`` the turn before the next unit starts.
-Every conversation gets at least one node.
+the following agent turns as its answer. User turns merge into the current unit while the agent has
+not really answered yet (consecutive turns, turns after a greeting or "one moment please"). After an
+answer, a user turn opens a new unit when it shifts topic ("another issue", "unrelated"; a weak cue
+such as "btw" or "also," only when the agent was not asking for something), abandons the earlier
+question ("never mind"), corrects or narrows the issue, asks a question, states a new problem with
+enough new words that is not just the answer to the agent's request for information, or makes a
+request after the agent's "anything else?". Everything else (answers to the agent's questions, "ok",
+feedback such as "still broken", chatter the agent only acknowledges) continues the current unit.
+Greeting-only turns are never units. Node ``issue`` is the unit's user sentences without filler and
+positive confirmations; ``answer`` its agent sentences without filler (the agent's questions are
+dropped when it also said something else), "" when no agent turn followed. ``turn_start`` is the
+unit's first user turn, ``turn_end`` the turn before the next unit starts (the last unit runs to the
+end). Every conversation gets at least one node (a conversation where no turn states an issue: one
+unit from the first user turn; with no user turn: one unit with an empty issue and the agent's words).
 
-**Edges** (source = the later unit, target = an earlier one; at most one per unit, checked in order):
+**Edges** (source = the later unit, target = an earlier one; at most one per unit, first rule wins):
 
-1. topic-shift cue -> none;
-2. correction or narrowing cue ("actually", "I meant", "to be precise", "more specifically", "only
-   when") -> ``refines`` the most similar earlier unit;
+1. the unit opened with a topic shift or "never mind" -> none;
+2. a correction or narrowing cue ("actually", "I meant", "sorry, it's", "X, not Y", "to be precise",
+   "more specifically", "it only happens when"), not about an identifier -> ``refines`` the most
+   similar earlier unit (embedding similarity of the issues);
 3. a clarifying question about the previous answer ("how do I ...?", "where is ...?", "what do you
-   mean ...?", "what if ...?", "does that apply ...?") that refers back to it (a pronoun, shared words,
-   or embedding similarity with that answer >= ELABORATE_SIM) -> ``elaborates`` the previous unit;
-4. the agent's answer continues its earlier instructions ("Next, ...", "After that, ...", "If that
+   mean ...?", "what if ...?", "does that apply ...?") that refers back to it (a pronoun, a shared
+   content word, or embedding similarity with that answer >= ELABORATE_SIM) -> ``elaborates`` it;
+4. a short elliptical follow-up question ("And for PayPal?", "What about the app?") -> ``elaborates``
+   the previous unit;
+5. the agent's answer continues its earlier instructions ("Next, ...", "After that, ...", "If that
    doesn't work, ...") -> ``elaborates`` the previous unit;
-5. the unit restates an earlier issue: embedding similarity >= REFINE_SIM, or >= REFINE_SIM_WITH_DETAIL
-   with a new detail (a token with a digit, a capitalized name, an entity) -> ``refines`` it;
-6. otherwise unconnected (a topic shift or a second issue).
+6. the user reports that the suggested step failed and states a new symptom -> ``refines`` it;
+7. the unit restates an earlier issue: embedding similarity >= REFINE_SIM, or >= REFINE_SIM_WITH_DETAIL
+   with a new detail (a token with a digit, a capitalized name, a detected entity) -> ``refines`` it;
+8. otherwise unconnected (a topic shift or a second issue).
 
-**Pseudo-documents.** Issue-centric queries (what the user needed): the best problem statement of the
-first unit, "<product> <symptom>" and "<error code> on <product> <version>" built from the detected
-entities, the opening statement of every later unit, further problem sentences and questions, and the
-environment (product, version, OS, plan); 1..8 (usually 3+), short (<= 24 words), distinct, without
-greetings, placeholders or chatter. Solution-centric queries (what resolved it or was tried): the fix
-the user confirmed (or the agent's last concrete instruction), the stated cause, the agent's own
-actions and outcomes ("I've issued a refund", "we cannot accept the return after 90 days"), other
-instructions, informative answers to the user's questions (when there are no instructions), and what
-was tried and failed, marked "tried: ... (did not help)"; 1..8. Neither is ever empty: the solution
-side falls back to the agent's longest substantive turn (the user's last turn if the agent never
-spoke), the issue side to the user's longest turn (the first turn if the user never spoke).
+**Pseudo-documents.** Issue-centric queries (what the user needed), best first: the best problem
+statement of the first unit (problem score, question bonus, words the rest of the conversation takes
+up, small talk penalized); "<product> <symptom>" and "<error code> on <product> <version>" built from
+the detected entities (user-stated, corrections applied, denied values dropped); the opening statement
+of every later unit; further problem sentences and questions; the first unit's keywords with the
+details the user gave in answer to the agent's questions (identifiers left out); the environment
+(product, version, OS, plan). 1..8 (3+ when the conversation says enough), each <= 24 words, distinct,
+without greetings, thanks, placeholders or chatter. Solution-centric queries (what resolved it or was
+tried): the steps of the fix the user confirmed (or reported doing themselves, else the agent's last
+concrete instructions), the stated cause, the agent's actions and verdicts ("I've issued a refund",
+"we cannot accept the return after 90 days"), the other instructions, the informative answers to the
+user's questions, and what was tried and failed, marked "tried: <step> (did not help)" (up to two
+slots kept for them); 1..8 (2+ when there is anything to say). Neither is ever empty: the solution side
+falls back to the agent's most substantive turn (the user's last turn if the agent never spoke), the
+issue side to the user's longest sentences or turn (any turn if the user never spoke).
 
-Speed: one `signals.analyze` pass (~5 ms) and a handful of regular expressions per conversation, shared
-by both functions through a small LRU cache; embeddings only for conversations with >= 2 units.
+Speed: one `signals.analyze` pass and a few regular expressions per sentence, shared by both
+functions through a small LRU cache keyed by the conversation's content; the embedder is called once,
+and only for conversations with two or more units whose edges need a similarity (about one in seven).
 """
 
 from __future__ import annotations
@@ -106,11 +120,11 @@ _PLACEHOLDER = re.compile(r"\[[A-Z][A-Z_]{1,20}\]|\b(?:user|agent)\d+\b")
 _SPACES = re.compile(r"[ \t\r\f\v]+")
 _LEAD = re.compile(
     r"^(?:\s|[-*•>:,;.!]|\d{1,2}[.)]\s"
-    r"|(?:hi|hello|hey|hai|hiya|dear|greetings)(?:\s+(?:there|team|all|guys|everyone|folks|support|again))?\s*[,!.:-]+"
+    r"|(?:hi|hello|hey|hai|hiya|dear|greetings)(?:\s+(?:there|team|all|guys|everyone|folks|support|again))?\s*(?:[,!.:]+|-(?=\s))"
     r"|(?:hi|hello|hey|hai|hiya)\s+(?=[a-z])"
     r"|(?:yes|yeah|yep|no|nope|ok|okay|so|well|oh|ah|alright|right|sure|great|hmm|um|also|and|but|plus|then|ps|p\.s\.|"
     r"btw|fyi|update|edit|question|quick\s+question|problem|issue|one\s+more\s+thing|by\s+the\s+way|while\s+i\s+have\s+you|"
-    r"thanks|thank\s+you|sorry|please)\s*[,!.:-]+"
+    r"thanks|thank\s+you|sorry|please)\s*(?:[,!.:]+|-(?=\s))"
     r"|(?:oh,?\s+and\s+)?(?:(?:strange|weird|annoying|quick|big|small|serious|odd|new|another|one\s+more|a\s+second|a\s+different|different|"
     r"unrelated|separate)\s+)?(?:issue|problem|question|bug|thing)\s*[:-]"
     r"|(?:and|but|so|also|then|plus|please|kindly|just|basically|honestly|literally|suddenly)\s+)+",
@@ -305,7 +319,8 @@ _FILLER_PARTS = re.compile(
     r"luckily,?\s+it'?s\s+(?:easy|simple|quick)\s+to\s+fix|it'?s\s+not\s+something\s+you\s+did|(?:i\s+)?hope\s+(?:this|that)\s+helps|"
     r"thanks?\s+(?:you\s+)?for\s+the\s+detailed\s+(?:post|message|description|report|info(?:rmation)?)|(?:thank\s+you,?\s+|thanks,?\s+)?that\s+helps|"
     r"totally\s+understand|take\s+your\s+time|no\s+(?:rush|hurry)|ha,?\s+i\s+hear\s+that\s+a\s+lot|"
-    r"(?:this|it)\s+(?:looks|seems|sounds)\s+like\s+a\s+known\s+(?:issue|problem|bug)|see\s+you|cheers|(?:best|kind|warm|warmest)\s+regards|regards|sincerely|"
+    r"(?:this|it)\s+(?:looks|seems|sounds)\s+like\s+a\s+known\s+(?:issue|problem|bug)|(?:talk|speak)\s+(?:to\s+you\s+)?soon|"
+    r"\S+\s+here\s+from\s+[\w\s&]{1,30}|let'?s\s+(?:investigate|look\s+into|figure\s+out|sort\s+out|work\s+on)\s+(?:this|it)(?:\s+out)?(?:\s+together)?|see\s+you|cheers|(?:best|kind|warm|warmest)\s+regards|regards|sincerely|"
     r"(?:i\s+)?understand(?:ed)?|i\s+see|got\s+it|sure(?:\s+thing)?|surely|certainly|of\s+course|absolutely|perfect|great|awesome|excellent|"
     r"(?:a|my|our|it'?s\s+a|it\s+was\s+a)\s+pleasure(?:\s+to\s+(?:help|assist|serve)(?:\s+you)?)?|sorry\s+to\s+see\s+(?:this|that)|"
     r"(?:apologies|sorry)(?:\s+again)?\s+for\s+(?:the|any|this|all\s+the)\s+(?:difficulty|difficulties|trouble|inconvenience|hassle|frustration|confusion|delay|wait)(?:\s+(?:you'?ve|you\s+have)\s+(?:had|experienced|faced))?|"
@@ -373,6 +388,7 @@ _CLARIFY = re.compile(
     r"step\s+by\s+step|(?:give|send|provide|tell)\s+me\s+more\s+details?|more\s+details?\s+(?:on|about)|in\s+more\s+detail|^\W*(?:how|where|why|meaning|huh|sorry)\W*\?\s*$)",
     re.I,
 )
+_FOLLOW_UP = re.compile(r"^\W*(?:and|so|but|also|what\s+about|how\s+about|and\s+what\s+about|what\s+if|same\s+for|and\s+for|or)\b", re.I)
 _ANAPHOR = re.compile(r"\b(?:that|this|it|those|these|there|them|one|same|the\s+(?:step|steps|link|setting|option|menu|page|button|file|instructions?))\b", re.I)
 _CONTINUE = re.compile(
     r"^\W*(?:next|after\s+that|afterwards|then|once\s+(?:that'?s|that\s+is|it'?s|you'?ve|you\s+have)\s+(?:done|finished|complete[d]?|\w+ed)|"
@@ -489,6 +505,8 @@ class _Sent:
     shift: int = 0  # 2: an explicit new topic ("another issue", "unrelated"), 1: a weak cue ("also,", "btw")
     clarify: bool = False
     abandon: bool = False
+    echo: int = 0  # content words (stems) that recur in other sentences of the conversation
+    order: int = 0  # position in the conversation
 
     @property
     def issue_like(self) -> bool:
@@ -526,6 +544,9 @@ def _classify(turn: int, role: str, raw: str) -> _Sent:
     filler = _is_filler(text) or (role == "agent" and len(text.split()) <= 2 and len(_content(text)) <= 1 and not _DIGIT.search(text))
     q = "" if filler else _query(text)
     s = _Sent(turn=turn, role=role, text=text, query=q, content=len(_content(q)), filler=filler)
+    if filler and role == "user" and _CLARIFY.search(text):
+        filler = s.filler = False  # "How do I do that?": no content words, but a real question
+        s.query = _query(text)
     if filler:
         q = _LEAD.sub("", _PLACEHOLDER.sub(" ", text).strip())
     stripped = text.rstrip()
@@ -535,6 +556,8 @@ def _classify(turn: int, role: str, raw: str) -> _Sent:
         if s.polarity == 0 and _FAILED.search(text):
             s.polarity = -1
         s.problem = signals.problem_score(text)
+        if s.problem < 0.5 and (_NEG_OR_PROBLEM.search(text) or _NEED.search(text)) and len(_content(text)) >= 2:
+            s.problem = 0.5  # a malfunction or a need our own cues see, whatever the shared score says
         s.correction = (signals.correction_cue(text) or bool(_VALUE_CORRECTION.search(text))) and not re.match(r"^\W*(?:actually|sorry),?\s+(?:it|that|this)\s+(?:worked|works|fixed|helped|did)", text, re.I)
         s.narrow = bool(_NARROW.search(text))
         s.attempt = bool(_ATTEMPT.search(text)) and s.polarity <= 0
@@ -545,6 +568,8 @@ def _classify(turn: int, role: str, raw: str) -> _Sent:
     else:
         core = _agent_core(text)
         s.instr = max(signals.instruction_score(text), signals.instruction_score(core) if core != text else 0.0)
+        if re.match(r"(?:right|left|double|long)[- ]?(?:click|tap|press)\b", core, re.I):
+            s.instr = max(s.instr, 0.8)
         if _SUGGEST_Q.match(text) and stripped.endswith("?"):
             s.instr = max(s.instr, 0.6)  # "Have you tried clearing the cache?": a suggested step
         m = _POLITE_IMPERATIVE.match(core)
@@ -729,6 +754,14 @@ def _prepare(conv: ConversationInput) -> _Prepared:
         c = _classify(s.turn, s.role, s.text)
         sents.append(c)
         by_turn.setdefault(s.turn, []).append(c)
+    stems = [_content_set(c.text) - _GENERIC for c in sents]
+    df: dict[str, int] = {}
+    for st in stems:
+        for w in st:
+            df[w] = df.get(w, 0) + 1
+    for k, (c, st) in enumerate(zip(sents, stems)):
+        c.order = k
+        c.echo = sum(1 for w in st if df[w] > 1)
     units = _segment(turns, by_turn)
     prepared = _Prepared(conv=conv, sents=sents, by_turn=by_turn, units=units, analysis=analysis)
     with _CACHE_LOCK:
@@ -757,8 +790,8 @@ def _unit_issue(p: _Prepared, u: _Unit) -> str:
             if s.filler or s.polarity > 0 and not (s.correction or s.question):
                 continue
             parts.append(s.text)
-    if not parts:
-        parts = [_display(p.conv.turns[u.start].text)]
+    if not parts and u.user_turns:
+        parts = [_display(p.conv.turns[u.user_turns[0]].text)]
     return _join(parts)
 
 
@@ -779,10 +812,12 @@ def _units_fallback(p: _Prepared) -> list[_Unit]:
     """No turn stated an issue: one unit from the first user turn with text (else the first turn)."""
     turns = p.conv.turns
     start = next((i for i, t in enumerate(turns) if t.role == "user" and (t.text or "").strip()), None)
-    if start is None:
-        start = next((i for i, t in enumerate(turns) if (t.text or "").strip()), 0)
-    u = _Unit(start=start, user_turns=[start] if turns and turns[start].role == "user" else [], end=max(len(turns) - 1, 0), opening=[start], cue="first")
-    u.agent_turns = [i for i in range(start, len(turns)) if turns[i].role == "agent" and i != start]
+    if start is None:  # the user never said anything: the agent's turns are all there is
+        u = _Unit(start=0, user_turns=[], end=max(len(turns) - 1, 0), opening=[], cue="first")
+        u.agent_turns = [i for i, t in enumerate(turns) if t.role == "agent"]
+        return [u]
+    u = _Unit(start=start, user_turns=[start], end=len(turns) - 1, opening=[start], cue="first")
+    u.agent_turns = [i for i in range(start, len(turns)) if turns[i].role == "agent"]
     return [u]
 
 
@@ -873,11 +908,16 @@ def _edge_for(j: int, units: list[_Unit], issues: list[str], answers: list[str],
             sim = sims.ia(j, prev) or 0.0
             if refers or len(shared) >= 1 or sim >= ELABORATE_SIM:
                 return prev, "elaborates", f"the user asks about the previous answer ({_quote(clar.text)}) and the agent expands it"
+        follow = next((s for s in opening if s.question and _FOLLOW_UP.match(s.text) and len(_content(s.text)) <= 4), None)
+        if follow is not None:
+            return prev, "elaborates", f"a follow-up question on the previous answer ({_quote(follow.text)})"
         first_agent = next((s for ti in u.agent_turns for s in p.by_turn.get(ti, []) if not s.filler), None)
         if first_agent is not None and _CONTINUE.search(first_agent.text) and (first_agent.instr >= 0.5 or first_agent.request is False):
             prior_instr = any(s.instr >= 0.5 for ti in units[prev].agent_turns for s in p.by_turn.get(ti, []))
             if prior_instr:
                 return prev, "elaborates", f"the agent continues its earlier instructions ({_quote(first_agent.text)})"
+    if u.cue == "issue" and any(s.polarity < 0 for s in opening) and any(s.instr >= 0.5 for ti in units[prev].agent_turns for s in p.by_turn.get(ti, [])):
+        return prev, "refines", "the problem persists after the suggested step and the user adds a new detail"
     best = most_similar_issue()
     sim = sims.ii(j, best)
     if sim is not None:
@@ -942,7 +982,10 @@ class _Picker:
         self.items: list[str] = []
         self._sets: list[frozenset[str]] = []
 
-    def add(self, text: str | None, *, min_content: int = 2) -> bool:
+    def add(self, text: str | None, *, min_content: int = 2, structured: bool = False) -> bool:
+        """Take `text` unless it is empty, has a placeholder, says too little or repeats a query
+        already taken; a `structured` query ("<code> on <product> <version>") may reuse the words
+        of a sentence taken before, but not repeat another query."""
         if not text or len(self.items) >= self.limit:
             return False
         text = text.strip()
@@ -954,6 +997,8 @@ class _Picker:
         for other in self._sets:
             inter = len(cs & other)
             new = len(cs) - inter
+            if structured and cs != other and inter / len(cs | other) < 0.7:
+                continue
             if new == 0 or inter / len(cs | other) >= 0.7 or (new == 1 and len(cs) >= 8 and inter >= len(cs) * 0.85):
                 return False
         self.items.append(text)
@@ -1013,12 +1058,23 @@ def _issue_sentences(p: _Prepared, u: _Unit, *, opening_only: bool) -> list[_Sen
     return out
 
 
+_WRONG_VALUE = re.compile(r"^\W*(?:i|we)\s+(?:misread|mistyped|misspoke|wrote|typed|said)\b", re.I)
+
+
 def _rank_problem(sents: list[_Sent]) -> list[_Sent]:
-    return sorted(sents, key=lambda s: (-(s.problem + (0.15 if s.question and s.content >= 3 else 0) + min(s.content, 8) * 0.01), p_index(s)))
+    """Best problem statements first: the problem score, a question bonus, words the rest of the
+    conversation takes up (a problem statement's words recur, small talk's do not), earlier first."""
+    def score(s: _Sent) -> float:
+        return (
+            s.problem
+            + (0.15 if s.question and s.content >= 3 else 0.0)
+            + 0.1 * min(s.echo, 3)
+            - (0.3 if s.shift == 1 else 0.0)
+            - (0.5 if _WRONG_VALUE.match(s.text) else 0.0)
+            + min(s.content, 8) * 0.01
+        )
 
-
-def p_index(s: _Sent) -> tuple[int, int]:
-    return (s.turn, 0)
+    return sorted(sents, key=lambda s: (-round(score(s), 3), s.order))
 
 
 def _issue_queries(p: _Prepared) -> list[str]:
@@ -1041,12 +1097,19 @@ def _issue_queries(p: _Prepared) -> list[str]:
         drop = frozenset(_tokens(product or ""))
         symptom = _keyphrase(main.query, drop, 8)
         if product and symptom:
-            pick.add(f"{product} {symptom}")
+            pick.add(f"{product} {symptom}", structured=True)
+        if product and first is not None:  # the product with the other symptoms the user stated ("won't print")
+            for s in first.opening and [x for ti in first.opening for x in p.by_turn.get(ti, [])] or []:
+                if (s is not main and s.role == "user" and not s.filler and s.polarity <= 0 and not s.attempt and s.problem >= 0.45
+                        and not s.question and s.echo and s.shift != 1):
+                    symptom = _keyphrase(s.query, drop, 8)
+                    if symptom and (_NEG_OR_PROBLEM.search(s.text)) and len(symptom.split()) >= 2:
+                        pick.add(f"{product} {symptom}", min_content=2, structured=True)
     env = ents.get("version") or ents.get("os") or ents.get("plan") or ents.get("browser")
     code = ents.get("error_code")
     if code:
         where = " ".join(x for x in (product, env) if x)
-        pick.add(f"{code} on {where}" if where else f"error {code}", min_content=1)
+        pick.add(f"{code} on {where}" if where else f"error {code}", min_content=1, structured=True)
     if ents.get("error_message") and ents.get("error_message") != code:
         pick.add(f"{ents['error_message']}" + (f" {product}" if product else ""))
     # later units' opening statements
@@ -1057,7 +1120,7 @@ def _issue_queries(p: _Prepared) -> list[str]:
     # further problem sentences and questions (first unit first), then details stated later
     if first is not None:
         for s in _rank_problem(_issue_sentences(p, first, opening_only=True))[1:]:
-            if s.problem >= 0.45 and s.content >= 3:
+            if s.problem >= 0.45 and s.content >= 3 and (s.echo or _details(s.text)) and s.shift != 1:
                 pick.add(s.query)
     for u in units:
         unit_sents = [x for ti in u.user_turns + u.agent_turns for x in p.by_turn.get(ti, []) if not x.filler]
@@ -1095,12 +1158,23 @@ def _answer_turns(p: _Prepared) -> set[int]:
     asked = False
     for ti, t in enumerate(p.conv.turns):
         if t.role == "agent":
-            asked = any(s.request for s in p.by_turn.get(ti, []))
+            asked = any(s.request and not s.filler for s in p.by_turn.get(ti, []))
         elif asked:
             out.add(ti)
     return out
 
 
+_NEG_OR_PROBLEM = re.compile(
+    r"\b(?:not|no|never|can'?t|cannot|won'?t|doesn'?t|didn'?t|isn'?t|aren'?t|unable|error|fail\w*|crash\w*|freez\w*|stuck|broken|"
+    r"drop\w*|slow|missing|lost|wrong|stopped|keeps)\b",
+    re.I,
+)
+_FEEDBACK_WORDS = frozenset("already same still tried done nothing change changed luck".split())
+_NEED = re.compile(
+    r"\b(?:i\s+(?:want|need|would\s+like|'d\s+like|wanted|was\s+wondering)|(?:can|could|may)\s+i|how\s+(?:do|can|should)\s+i|"
+    r"please\s+(?:help|check|change|cancel|send|update|fix)|help\s+me)\b",
+    re.I,
+)
 _ID_LIKE = re.compile(r"^(?:\d[\d-]{4,}|(?=[\w-]*\d)(?=[\w-]*[a-z])[a-z0-9-]{5,})$", re.I)
 
 
@@ -1115,7 +1189,7 @@ def _detail_words(p: _Prepared, u: _Unit, main: _Sent, ents: dict[str, str]) -> 
         if _closing_turn(p, ti) or ti not in asked:
             continue
         for s in p.by_turn.get(ti, []):
-            if s is main or s.filler or s.polarity != 0 or s.attempt or not s.query or s.content > 6:
+            if s is main or s.filler or s.polarity != 0 or s.attempt or not s.query or s.content > 6 or s.shift == 1:
                 continue
             if _PLACEHOLDER.search(s.text) or _IDENTITY.search(s.text) or any(_ID_LIKE.match(w) and w.lower() not in keep for w in _WORD.findall(s.text)):
                 continue  # identity details (a name, an order or booking number) are not what the user needed
@@ -1132,19 +1206,34 @@ def _detail_words(p: _Prepared, u: _Unit, main: _Sent, ents: dict[str, str]) -> 
     return out
 
 
+NO_ISSUE = "no issue stated"
+NO_ANSWER = "no answer given"
+
+
+def _usable(text: str, max_words: int = 40) -> str:
+    """`text` as a query, or "" when nothing with letters or digits is left."""
+    q = _query(_display(text), max_words)
+    return q if re.search(r"[^\W_]", q) else ""
+
+
 def _issue_fallback(p: _Prepared, pick: _Picker) -> None:
+    """No problem statement: the user's most substantive sentences, else their longest turn that is
+    not only a greeting, else what the agent said, else NO_ISSUE."""
     user = [s for s in p.sents if s.role == "user" and not s.filler and s.query]
     for s in sorted(user, key=lambda s: (-s.content, s.turn))[:3]:
         pick.add(s.query, min_content=1)
     if pick.items:
         return
     turns = p.conv.turns
-    users = [t for t in turns if t.role == "user" and _query(_display(t.text))]
-    source = max(users, key=lambda t: len(t.text)) if users else next((t for t in turns if _query(_display(t.text))), None)
-    text = _query(_display(source.text), 40) if source is not None else ""
-    if not text and source is not None:
-        text = re.sub(r"\s+", " ", _display(source.text)).strip()[:200]
-    pick.items.append(text or "conversation without text")
+    users = [t for t in turns if t.role == "user" and _usable(t.text) and not _is_filler(_display(t.text))]
+    if users:
+        pick.items.append(_usable(max(users, key=lambda t: len(t.text)).text))
+        return
+    agent = [s for s in p.sents if s.role == "agent" and not s.filler and s.query]
+    for s in sorted(agent, key=lambda s: (-s.content, s.turn))[:2]:
+        pick.add(s.query, min_content=1)
+    if not pick.items:
+        pick.items.append(NO_ISSUE)
 
 
 def _step_query(s: _Sent) -> str:
@@ -1161,6 +1250,7 @@ def _step_query(s: _Sent) -> str:
                r"i(?:'d|\s+would)\s+(?:recommend|suggest)(?:\s+(?:that\s+)?you)?|(?:please\s+)?try\s+to|make\s+sure\s+(?:to|that\s+you)|"
                r"go\s+ahead\s+and|the\s+(?:fix|solution|workaround)\s+is\s+to)\s+)", "", q, flags=re.I)
     q = re.sub(r"\s+(?:and\s+see\s+if|to\s+see\s+if|and\s+(?:tell|let)\s+(?:me|us)\s+(?:know\s+)?(?:if|whether|how|what))\b.*$", "", q, flags=re.I).rstrip(" ?")
+    q = re.sub(r"\s+and\s+let\s+(?:me|us)\s+know\s*$", "", q, flags=re.I)
     if q and q[0].islower():
         q = q[0].upper() + q[1:]
     return q
@@ -1243,13 +1333,14 @@ def _solution_queries(p: _Prepared) -> list[str]:
             q = _query(re.sub(r"^\W*(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:already\s+|also\s+|even\s+)?(?=tried\b)", "", s.text, flags=re.I))
             q = re.sub(r"^(?:i|we)(?:'ve|\s+have|\s+had)?\s+(?:already\s+|also\s+|even\s+)?", "", q, flags=re.I)
             q = re.sub(r"^(?:(?:things|what)\s+(?:i|we)(?:'ve|\s+have)?\s+(?:already\s+)?)?tried\s*:?\s*", "", q, flags=re.I)
+            if re.match(r"^(?:that|this|it|those|them|everything|all)\b", q, re.I) or len(_content_set(q) - _GENERIC - _FEEDBACK_WORDS) < 2:
+                continue  # "Tried that already, still the same": feedback, not a step
             if q:
                 tried.append(f"tried: {q[0].lower() + q[1:]}")
-    room = max(1, MAX_SOLUTION_QUERIES - len(pick.items))
-    reserve = min(2, room)
-    if pick.full() and tried:
-        pick.items = pick.items[: MAX_SOLUTION_QUERIES - reserve]
-        pick._sets = pick._sets[: MAX_SOLUTION_QUERIES - reserve]
+    reserve = min(2, len(dict.fromkeys(tried)))  # failed attempts keep up to two slots
+    keep = MAX_SOLUTION_QUERIES - reserve
+    if len(pick.items) > keep:
+        pick.items, pick._sets = pick.items[:keep], pick._sets[:keep]
     for t in tried:
         pick.add(t)
     if len(pick.items) < 2:
@@ -1258,36 +1349,32 @@ def _solution_queries(p: _Prepared) -> list[str]:
 
 
 def _solution_fallback(p: _Prepared, pick: _Picker) -> None:
+    """Fewer than two solution queries: add the agent's most substantive other statement; with none
+    at all, the agent's most substantive turn, else (the agent never said anything but pleasantries)
+    the user's last turn, else NO_ANSWER."""
     turns = p.conv.turns
-    agent_turns = [i for i, t in enumerate(turns) if t.role == "agent"]
-
-    def substance(i: int) -> int:
-        return sum(s.content for s in p.by_turn.get(i, []) if not s.filler)
-
-    if pick.items:  # one query already: add the most substantive other agent statement, if any
+    if pick.items:
         others = [s for s in p.sents if s.role == "agent" and not s.filler and not s.request and s.content >= 2]
         for s in sorted(others, key=lambda s: (-s.content, s.turn)):
             if pick.add(_statement_query(s)):
                 break
         return
+
+    def substance(i: int) -> int:
+        return sum(s.content for s in p.by_turn.get(i, []) if not s.filler)
+
+    agent_turns = [i for i, t in enumerate(turns) if t.role == "agent" and substance(i) > 0]
     if agent_turns:
         best = max(agent_turns, key=lambda i: (substance(i), -i))
         sents = [s for s in p.by_turn.get(best, []) if not s.filler and s.query]
-        text = _query(" ".join(s.text for s in sents), 40) if sents else ""
-        if text:
-            pick.add(text, min_content=1)
-        if not pick.items:
-            pick.add(_query(_display(turns[best].text), 40), min_content=1)
-        if not pick.items:
-            text = re.sub(r"\s+", " ", _display(turns[best].text)).strip()[:200]
-            if text:
-                pick.items.append(text)
-    if pick.items:
-        return
-    users = [i for i, t in enumerate(turns) if t.role == "user" and _query(_display(t.text))]
-    source = turns[users[-1]].text if users else next((t.text for t in reversed(turns) if (t.text or "").strip()), "")
-    text = _query(_display(source), 40) or re.sub(r"\s+", " ", _display(source)).strip()[:200]
-    pick.items.append(text or "no answer in this conversation")
+        pick.add(_query(" ".join(s.text for s in sents), 40), min_content=1)
+        if pick.items:
+            return
+    for t in reversed(turns):
+        if t.role == "user" and _usable(t.text) and not _is_filler(_display(t.text)):
+            pick.items.append(_usable(t.text))
+            return
+    pick.items.append(NO_ANSWER)
 
 
 def pseudo_documents(conv: ConversationInput, *, backend_name: str) -> PseudoDocuments:

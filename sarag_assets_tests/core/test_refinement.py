@@ -233,6 +233,60 @@ def test_restating_the_issue_with_a_new_detail_refines(embedder):
     assert "similarity" in g.edges[0].reason
 
 
+def test_the_agent_continuing_its_instructions_elaborates(embedder):
+    c = conv(
+        "outlook",
+        U("Outlook keeps asking for my password every few minutes since the last update."),
+        A("This is caused by modern authentication being off. Open the registry editor and set EnableADAL to 1."),
+        U("Where exactly do I find the registry editor?"),
+        A("Press Windows+R, type regedit and press Enter."),
+        U("Found it, but the Identity key doesn't exist under Common."),
+        A("Next, right-click Common, choose New > Key and name it Identity. Then add a DWORD called EnableADAL with value 1."),
+        U("That worked, no more prompts."),
+    )
+    g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    check_graph(g, c)
+    assert edges_of(g) == [("n1", "n0", "elaborates"), ("n2", "n1", "elaborates")]
+    assert "continues its earlier instructions" in g.edges[1].reason
+    docs = pseudo_documents(c, backend_name=BACKEND)
+    assert any(q.startswith("Right-click Common") for q in docs.solution_queries)  # "Next, " dropped from the step
+
+
+def test_a_short_follow_up_question_elaborates(embedder):
+    c = conv(
+        "refund-time",
+        U("How long does a refund take to show on my credit card?"),
+        A("Refunds are processed within 2 business days and show on your card within 5-7 days."),
+        U("And how long for PayPal?"),
+        A("PayPal refunds usually show within 24 hours."),
+    )
+    g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    check_graph(g, c)
+    assert edges_of(g) == [("n1", "n0", "elaborates")]
+    docs = pseudo_documents(c, backend_name=BACKEND)
+    assert docs.solution_queries == [
+        "Refunds are processed within 2 business days and show on your card within 5-7 days",
+        "PayPal refunds usually show within 24 hours",
+    ]
+
+
+def test_a_problem_that_persists_with_a_new_symptom_refines(embedder):
+    c = conv(
+        "excel",
+        U("Excel crashes when I open files from SharePoint."),
+        A("Try repairing Office: Control Panel > Programs > Microsoft 365 > Change > Quick Repair."),
+        U("No luck, it still crashes, and now I also see error 0x80070005 when it starts."),
+        A("0x80070005 is an access denied error. Run the Online Repair instead and sign out of Office first."),
+    )
+    g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    check_graph(g, c)
+    assert edges_of(g) == [("n1", "n0", "refines")]
+    docs = pseudo_documents(c, backend_name=BACKEND)
+    assert "0x80070005" in docs.issue_document()
+    assert docs.solution_queries[0] == "Run the Online Repair instead and sign out of Office first"
+    assert any(q.startswith("tried: repairing Office") and q.endswith("(did not help)") for q in docs.solution_queries)
+
+
 def test_embeddings_only_when_needed_and_once(embedder):
     single = conv("one", U("The dishwasher shows error E24 and won't drain."), A("Clean the drain filter at the bottom of the tub."))
     before = embedder.calls

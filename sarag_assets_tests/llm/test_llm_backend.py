@@ -533,7 +533,7 @@ def test_backend_from_env_picks_the_llm_backend_when_a_base_url_is_set(server, t
     assert isinstance(backend, LLMBackend) and backend.name == "llm/qwen-test"
     assert backend.stats is stats and backend.llm.settings.mode == "json"
     protocol = [n for n in vars(StructuringBackend) if not n.startswith("_") and callable(getattr(StructuringBackend, n))]
-    assert len(protocol) == 7 and all(callable(getattr(backend, n)) for n in protocol)
+    assert len(protocol) == 9 and all(callable(getattr(backend, n)) for n in protocol)
 
     server.enqueue(Behaviour.content(ROW_ANSWER))
     assert backend.extract_row(CONVERSATION, METADATA).backend == "llm/qwen-test"
