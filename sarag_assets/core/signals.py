@@ -11,8 +11,13 @@ English and general patterns, not the vocabulary of one dataset:
 - cue detectors: ``correction_cue``, ``is_negated``, ``instruction_score``, ``confirmation``,
   ``problem_score``, ``cause_clause``;
 - conversation-level detectors: requested-slot answers (the agent asks "may I have your order ID?", the
-  user answers "7916676427"), the problem statement, the resolution (the agent step the user confirmed
-  worked, else the last concrete instruction), whether it was resolved, the root cause, the product;
+  user answers "7916676427"), the problem statement (the user's earliest sentence stating a malfunction
+  or need, not a greeting, a step already tried, a bare detail, background or an aside; without its
+  framing: "So basically ..., and it's driving me crazy"), the resolution (the agent step the user
+  confirmed worked - the first confirmation, the head of a step-by-step chain, never a step the user
+  said failed - else the last concrete instruction when nothing failed or was escalated after it),
+  whether it was resolved, the root cause, the product (a named thing the user owns or uses; never a
+  person, the company where it greets, a carrier, a plan, a menu path or a kind of thing);
 - ``analyze(turns)``: all of the above over one conversation, with corrections applied ("actually it's
   2.3, not 2.1": 2.3 wins, 2.1 is never a value), returning ``Finding``s with the turn, role and
   sentence each came from.
@@ -1166,7 +1171,7 @@ _IMPERATIVE_VERBS = frozenset(
     increase decrease downgrade re-download redownload re-sync resync sudo edit uninstall reapply clean wipe
     do redo hit pin relocate reposition reissue approve refuse rerun re-run retry redeem re-login relogin reauthorize
     re-authorize regenerate recreate re-create rebuild reformat re-flash reflash reseat reconfigure re-configure tighten
-    loosen hold point""".split()
+    loosen hold point resend re-send resubmit re-submit reinvite re-invite""".split()
 )
 _INFO_REQUEST = re.compile(
     r"\b(?:let\s+(?:me|us)\s+know|(?:send|give|tell|provide|share|confirm|dm|message|email)\s+(?:me|us)\b|"
@@ -1175,7 +1180,8 @@ _INFO_REQUEST = re.compile(
     r"(?:check|look)\s+(?:that|this|it|into\s+(?:it|this|that))\s+(?:for\s+you|out)|give\s+me\s+a\s+(?:moment|minute|second)|"
     r"allow\s+me|have\s+a\s+(?:great|nice|good|wonderful)|keep\s+us\s+posted|take\s+care|enjoy|"
     r"make\s+sure\s+to\s+(?:rate|leave)|rate\s+(?:us|this)|take\s+your\s+time|no\s+(?:rush|hurry|worries)|"
-    r"(?:pass|hand|forward|escalate|transfer)\s+(?:this|it|you)\s+(?:on|over|to))\b",
+    r"(?:pass|hand|forward|escalate|transfer)\s+(?:this|it|you)\s+(?:on|over|to)|"
+    r"(?:move|switch|continue|take)\s+(?:this\s+|it\s+|the\s+conversation\s+)?(?:to|in|into|over\s+to|via)\s+(?:a\s+)?(?:dm|dms|private|direct\s+messages?|chat|email|e-mail|phone))\b",
     re.IGNORECASE,
 )
 _MODAL_INSTRUCTION = re.compile(
@@ -1205,7 +1211,8 @@ _AGENT_ACTION = re.compile(
 # "Could you (please) (try to) X", "Can you X", "Would you mind Xing", "Let's X": a step put politely.
 _POLITE_REQUEST = re.compile(
     r"(?:(?:could|can|would|will)\s+you\s+(?:please\s+|kindly\s+|also\s+|now\s+|just\s+)*(?:try\s+(?:to\s+)?|go\s+ahead\s+and\s+)?|"
-    r"let[’']?s\s+(?:try\s+(?:to\s+)?|go\s+ahead\s+and\s+)?)(?P<verb>[A-Za-z-]+)",
+    r"let[’']?s\s+(?:try\s+(?:to\s+)?|go\s+ahead\s+and\s+)?(?!(?:look|see|check|figure|find|get|move|take|continue|start|begin|"
+    r"work|sort|chat|talk|discuss|review|go|hope|wait)\b))(?P<verb>[A-Za-z-]+)",
     re.IGNORECASE,
 )
 # A polite request for information, not a step: "Can you tell me ...", "Could you check the version?"
@@ -1238,6 +1245,7 @@ def _instruction_score(sentence: str) -> float:
                   r"meanwhile|to\s+fix\s+(?:this|it|that)|to\s+do\s+(?:this|that)|for\s+now|step\s+\w+\s*:|"
                   r"[A-Za-z']+(?:\s+[A-Za-z']+)?(?=,))\W+)*", "", s, flags=re.I)  # "Nice, next please ...", "First thing, ..."
     body = re.sub(r"^(?:please|kindly|just|simply|go\s+ahead\s+and)\s+", "", body, flags=re.I)
+    body = re.sub(r"^do\s+(?=(?:keep|let|feel|reach|contact|try|get|check|make|note|remember)\b)", "", body, flags=re.I)  # "Do keep us posted"
     first = re.match(r"[A-Za-z-]+", body)
     polite = _POLITE_REQUEST.match(body)
     if polite and (polite.group("verb").lower() not in _IMPERATIVE_VERBS or _INFO_VERB.match(body[polite.start("verb") :])):
@@ -1247,7 +1255,7 @@ def _instruction_score(sentence: str) -> float:
         not polite
         and lead_verb in ("have", "let")
         and not s.rstrip().endswith("?")
-        and re.match(r"(?i:have|let)\s+(?:(?i:them|him|her|it|the|your|someone|a)\b|[A-Z][\w+-]*)", body)  # "Have them update ...", "Let Postwise through ..."
+        and re.match(r"(?i:have|let)\s+(?:(?i:them|him|her|someone|your\s+\w+\s+(?:ready|handy|nearby))\b|[A-Z][\w+-]*\s+(?!know\b)[a-z])", body)  # "Have them update ...", "Let Postwise through ..."
         and not re.match(r"(?:let\s+(?:me|us)|have\s+(?:you|we|i))\b", body, re.I)
     ):
         first = None
@@ -1255,6 +1263,8 @@ def _instruction_score(sentence: str) -> float:
     else:
         score_have = 0.0
     info = _INFO_REQUEST.search(s)
+    if polite and info and info.start() <= len(s) - len(body) + polite.start("verb") + 2:
+        return 0.0  # "Could you allow me a moment?", "Can we move this to DM?"
     if info and (info.start() <= len(s) - len(body) + 2 or (lead_verb not in _IMPERATIVE_VERBS and not score_have)):
         if not re.search(r"\b(?:restart|reset|update|install|clear|reboot|turn|disable|enable)\b", s, re.I):
             return 0.0  # a request for information or a pleasantry, not a step
@@ -1263,6 +1273,8 @@ def _instruction_score(sentence: str) -> float:
     ):
         return 0.0
     score = score_have
+    if first and first.group().lower() == "do" and s.rstrip().endswith("?"):
+        first = None  # "Do the two devices sync?": a question, not "do the following"
     if first and first.group().lower() in _IMPERATIVE_VERBS:
         score = 0.8
     if polite:
@@ -1364,7 +1376,8 @@ _PROBLEM_CUE = re.compile(
     r"freez\w*|hang|hangs|stuck|slow|drop|drops|dropping|disconnect\w*|lost|missing|disappear\w*|wrong|never|incorrect|charged|"
     r"double|refund|return|cancel\w*|overcharged|late|delayed|damaged|defective|locked|blocked|denied|declined|rejected|"
     r"expired|won'?t|keeps|trouble|bug|glitch|gone|vanished|changed|weird|strange|odd|annoying|frustrat\w*|need|want|wanted|would\s+like|how\s+(?:do|can|to)|why|where|when|what|help|"
-    r"check|status|change|update|expected|supposed|only|still|anymore|any\s+more|no\s+longer)\b",
+    r"check|status|change|update|expected|supposed|only|still|anymore|any\s+more|no\s+longer|"
+    r"again|every\s+(?:time|minute|hour|day|night|morning|evening|few\s+\w+)|each\s+time|constantly|randomly|all\s+the\s+time)\b",
     re.IGNORECASE,
 )
 _GREETING_ONLY = re.compile(
@@ -1385,7 +1398,8 @@ _MALFUNCTION_CUE = re.compile(
     r"overcharged|charged\s+(?:twice|double|me)|declined|rejected|denied|locked|blocked|expired|damaged|defective|dead|"
     r"keeps|kept|no\s+longer|anymore|any\s+more|bug|buggy|glitch\w*|trouble|gone|vanished|delayed|flaky|unstable|corrupt\w*|"
     r"offline|down|time\s+out|times\s+out|timing\s+out|timed\s+out|crawl\w*|lag|lags|laggy|lagging|terrible|awful|dies|died|"
-    r"(?:has|have|had|got|getting|there'?s|there\s+is|with)\s+no|again|every\s+time|each\s+time|constantly|randomly|all\s+the\s+time|"
+    r"(?:has|have|had|got|getting|there'?s|there\s+is|with)\s+no|crack\w*|dent|dented|scratch\w*|leak\w*|torn|ripped|shattered|bent|"
+    r"jam|jams|jammed|jamming|(?:logs?|kicks?|signs?|throws?)\s+(?:me\s+)?(?:out|off)|"
     r"need|needs|want|wanted|would\s+like|'d\s+like|trying\s+to|how\s+(?:do|can|should|to)\s+(?:i|we|you)?)\b",
     re.IGNORECASE,
 )
@@ -1411,7 +1425,7 @@ _QUOTED = re.compile(r"[\"“][^\"”\n]{2,}[\"”]")
 _DETAIL_WORDS = frozenset(
     """says say said shows show showed reads read get gets got getting see seeing error code message status page firmware
     version build running run installed install number model plan account order ticket pops popped appears displayed box
-    settings app tab screen label exactly""".split()
+    settings app tab screen label exactly every time times always""".split()
 )
 
 
@@ -1445,25 +1459,28 @@ def problem_score(sentence: str) -> float:
         re.search(r"\b(?:tried|already|restarted|rebooted|reinstalled|cleared|checked)\b", s, re.I)
         and re.search(r"\b(?:didn'?t|did\s+not|doesn'?t|no|nothing|still)\b", s, re.I)
     ):
-        score -= 0.3  # what the user already tried, not the problem itself
+        # what the user already tried, not the problem itself (less so when a malfunction is stated too)
+        score -= 0.15 if _MALFUNCTION_CUE.search(fine) else 0.3
     if not strong:
         entity = re.search(r"\w*\d\w*|[\"“][^\"”]{2,}[\"”]", s)
         rest = [w for w in _content_words(re.sub(r"\S*\d\S*|[\"“][^\"”]*[\"”]", " ", s)) if len(w) > 2 and w not in _DETAIL_WORDS]
-        if entity and len(rest) <= 2:
+        if entity and len(rest) <= 1:
             score -= 0.3  # a bare detail: "The status page says firmware 1.2.6", "I get error 0x80070005"
         elif _NOT_A_PROBLEM.search(s):
             score -= 0.2  # "I've used it for months with no issues"
     if _ASIDE.match(s):
         score -= 0.2
+    if _BACKGROUND.match(s) and not strong:
+        score -= 0.15  # "I rely on X for work", "I've been using X for years": background, not the problem
     if len(_content_words(s)) < 3:
-        score -= 0.25  # "Can someone help?", "How do I fix this?"
+        score -= 0.4  # "Can someone help?", "How do I fix this?": a plea without the problem in it
     return round(max(0.0, min(1.0, score)), 2)
 
 
 # Discourse lead-ins and affect that frame a problem statement without stating it: "So basically",
 # "Weird one:", "Not sure what changed but", "..., and it's driving me crazy", "..., which is really annoying".
 _FRAME_LEAD = re.compile(
-    r"^(?:(?:so\s+basically|basically|so|well|ok(?:ay)?|um+|uh+|hi|hey|hello|hiya|ugh|argh|help|"
+    r"^(?:(?:so\s+basically|basically|so|well|ok(?:ay)?|um+|uh+|hi|hey|hello|hiya|ugh|argh|wow|omg|sigh|hmm+|help|"
     r"not\s+sure\s+what(?:'s|\s+is)?\s+(?:changed|happened|going\s+on)(?:,?\s+but)?|for\s+(?:some|whatever)\s+reason|"
     r"all\s+of\s+a\s+sudden|out\s+of\s+(?:nowhere|the\s+blue)|suddenly|"
     r"(?:(?:a|one|another|quick|small|big|major|serious|weird|strange|odd|annoying|frustrating|new|urgent)\s+){1,2}"
@@ -1484,16 +1501,25 @@ _FRAME_TAIL = re.compile(
 )
 
 
+_BACKGROUND = re.compile(
+    r"^(?:(?:i|we)(?:'ve|\s+have)?\s+(?:been\s+)?(?:rely|relying|use|using|love|loved|like|bought|purchased|own|owned|got|subscribed)\b|"
+    r"(?:long|long-time)\s+(?:time\s+)?\w+|(?:i|we)\s+(?:am|are|'m|'re)\s+a\s+(?:long|loyal|new)\b)",
+    re.IGNORECASE,
+)
+
+
 def problem_statement(sentence: str) -> str:
     """The problem sentence without the discourse lead-in and the affect around it ("So basically my
     printer won't print, and it's driving me crazy." -> "my printer won't print."); the sentence as it
     is when nothing would remain."""
     s = _strip_lead(sentence).strip()
     core = _FRAME_LEAD.sub("", s).strip()
-    core = _FRAME_TAIL.sub("", core).strip()
-    if len(_content_words(core)) < 2:
+    cut = _FRAME_TAIL.sub("", core).strip()
+    if cut != core:
+        cut = cut.rstrip(" ,;:.!?…")  # "X, and it's driving me crazy." -> "X" (still a verbatim span)
+    if len(_content_words(cut)) < 2:
         return s
-    return core
+    return cut
 
 
 _CAUSE = re.compile(
@@ -1542,9 +1568,11 @@ _PRODUCT_HEADS = (
     r"watch|tablet|camera|speaker|headphones|earbuds|earphones|software|program|game|website|site|extension|plugin|player|drive|"
     r"monitor|keyboard|mouse|controller|box|stick|hub|doorbell|thermostat|vacuum|plan|membership|wallet|platform|portal|server|"
     r"client|tool|browser|tracker|bank|card|membership|insurance|policy|loan|ticket|pass|adapter|adaptor|system|unit|machine|"
-    r"headset|bulb|lock|charger|cable|desk|chair|bike|car|kettle|oven|fridge|washer|dryer|blender|backpack|boots|shoes|jacket"
+    r"headset|bulb|lock|charger|cable|appliance|gadget|node|extender|repeater|gateway|receiver|projector|scanner|kit"
 )
-_HEAD_AFTER = re.compile(r"^\s+(?:[a-z][\w-]*\s+)?(?:" + _PRODUCT_HEADS + r")\b", re.I)  # "X app", "X cable modem"
+_HEAD_AFTER = re.compile(
+    r"^\s+(?:(?!(?:and|or|but|on|in|at|to|for|with|from|of|the|a|an|my|your|is|was|are|it|that|this)\b)[a-z][\w-]*\s+)?(?:" + _PRODUCT_HEADS + r")\b", re.I
+)  # "X app", "X cable modem"
 _NOT_PRODUCT_WORDS = frozenset(
     """i i'm i've i'd i'll im ive ok okay hi hello hey dear thanks thank please sorry yes no yeah yep nope the this that these those
     my your our we it its they he she you what when where why how which who is are was were do does did can could would should
@@ -1569,20 +1597,21 @@ _ORG_TAIL = re.compile(r"\b(?:Team|Support|Department|Dept|Center|Centre|(?:Help
 _PERSON_WORD = r"[A-Z][a-z'’-]+"
 # Where a personal name stands: self-introductions, agent introductions, a vocative ("Thank you, Hugo.").
 _PERSON_CUES = (
-    re.compile(r"\b(?:my\s+name\s+is|my\s+name'?s|name'?s|call\s+me|(?:you'?re|you\s+are)\s+(?:chatting|speaking|talking)\s+with)\s+(?P<n>"
-               + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)\b", re.IGNORECASE),
+    re.compile(r"\b(?i:my\s+name\s+is|my\s+name'?s|name'?s|call\s+me|(?:you'?re|you\s+are)\s+(?:chatting|speaking|talking)\s+with)\s+(?P<n>"
+               + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)\b"),
     re.compile(r"\b(?:[Ii]'?m|[Ii]\s+am|[Tt]his\s+is)\s+(?P<n>" + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)(?=\s*(?:[,.!)]|$|\s+(?:here|from|at|with|and|by\s+the\s+way)\b))"),
     re.compile(r"^\W*(?P<n>" + _PERSON_WORD + r")\s+here\b"),  # "Bea here from ..."
-    re.compile(r"^\W*(?:hi|hello|hey|dear|thanks|thank\s+you|sorry(?:\s+about\s+that)?|cheers|bye|welcome)\W{0,2}\s*(?P<n>"
-               + _PERSON_WORD + r")(?=\s*[,.!:]|\s*$)", re.IGNORECASE),
-    re.compile(r",\s+(?P<n>" + _PERSON_WORD + r")\s*[.!]?\s*$"),  # "Sorry about that, Rosa."
+    re.compile(r"^\W*(?i:hi|hello|hey|dear|thanks|thank\s+you|sorry(?:\s+about\s+that)?|cheers|bye|welcome)\W{0,2}\s*(?P<n>"
+               + _PERSON_WORD + r")(?=\s*[,.!:]|\s*$)"),
+    re.compile(r"\b(?i:thanks?|thank\s+you|sorry|apologies|welcome|hi|hello|hey|ok|okay|great|sure|no\s+problem|no\s+worries|got\s+it)\b[^,]{0,30},\s+(?P<n>"
+               + _PERSON_WORD + r")\s*[.!]?\s*$"),  # "Sorry about that, Rosa.", "Thank you, Hugo."
 )
 _SIGN_OFF = re.compile(r"^\W*(?:(?:best|kind|warm)\s+regards|regards|thanks(?:\s+(?:again|in\s+advance))?|thank\s+you|cheers|sincerely|best|take\s+care|tia)\W*$", re.I)
 _LONE_NAME = re.compile(r"^\W*(?P<n>" + _PERSON_WORD + r"(?:\s+" + _PERSON_WORD + r")?)\s*(?:[|,(-].*)?$")
 # Where an organization's name stands: "Thanks for contacting X", "welcome to X support", "Dear X team", "the X Support Team".
 _ORG_CUES = (
-    re.compile(r"\b(?:contacting|reaching\s+out\s+to|calling|welcome\s+to|connected\s+to|choosing|here\s+from|(?:chatting|speaking)\s+with\s+\w+\s+(?:from|at))\s+"
-               r"(?P<n>[A-Z][\w&+'’.-]*(?:\s+[A-Z][\w&+'’.-]*){0,2})", re.IGNORECASE),
+    re.compile(r"\b(?i:contacting|reaching\s+out\s+to|welcome\s+to|choosing|here\s+from|(?:chatting|speaking)\s+with\s+\w+\s+(?:from|at))\s+"
+               r"(?P<n>[A-Z][\w&+'’.-]*(?:\s+[A-Z][\w&+'’.-]*){0,2})"),
     re.compile(r"(?P<n>[A-Z][\w&+'’.-]*(?:\s+[A-Z][\w&+'’.-]*){0,2})\s+(?:[Ss]upport|[Tt]eam|[Cc]ustomer\s+[Ss]ervice|[Hh]elp\s*[Dd]esk)\b"),
 )
 # Who delivers or takes the money is not what the user owns: "shipped with X", "paid with my X".
@@ -1592,11 +1621,15 @@ _THIRD_PARTY_BEFORE = re.compile(
     r"\b(?:carrier|courier|bank|card)\s+(?:is|was)\s+$",
     re.IGNORECASE,
 )
-_PLAN_AFTER = re.compile(r"^\s+(?:[a-z][\w-]*\s+)?(?:plan|tier|subscription|package|bundle|membership|contract|level)\b", re.I)
+_PLAN_AFTER = re.compile(
+    r"^\s+(?:(?:[a-z][\w-]*\s+)?(?:plan|tier|subscription|package|bundle|membership|contract|level)|annual|annually|monthly|yearly|"
+    r"per\s+(?:month|year)|a\s+(?:month|year))\b",
+    re.I,
+)  # "the Premium annual plan", "we have Super monthly": a plan
 _OWNERSHIP_BEFORE = re.compile(
-    r"\b(?:(?:i'?m|i\s+am|we'?re|we\s+are)\s+(?:using|running)|(?:i|we)\s+(?:use|own|bought|ordered|purchased|installed|rely\s+on|have)|"
+    r"(?:\b(?:(?:i'?m|i\s+am|we'?re|we\s+are|(?:i|we)(?:'ve|\s+have)\s+been)\s+(?:using|running)|(?:i|we)\s+(?:use|own|bought|ordered|purchased|installed|rely\s+on)|"
     r"(?:my|our|the)\s+(?:[\w-]+\s+){0,2}?(?:is|was)|(?:this|it)\s+is\s+(?:about|with|for|on)|(?:this|it)'s\s+(?:about|with|for|on)|"
-    r"(?:it'?s|it\s+is)|(?:using|on)\s+(?:my|our))\s+(?:a\s+|an\s+|the\s+|my\s+|our\s+)?$",
+    r"(?:it'?s|it\s+is))\s+(?:a\s+|an\s+|the\s+|my\s+|our\s+)?|\b(?:my|our)\s+)$",
     re.IGNORECASE,
 )
 _PRODUCT_QUESTION = re.compile(
@@ -1605,15 +1638,31 @@ _PRODUCT_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _OTHER_QUESTION = re.compile(
-    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:plan|tier|subscription|carrier|courier|bank|card|payment|browser|os|operating\s+system|"
-    r"email|address|country|city|store|shop|airline|company)\b|\bconfirm\s+(?:your|the)\s+(?:plan|tier|subscription|carrier|payment)\b",
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:plan|tier|subscription|carrier|courier|payment|browser|os|operating\s+system|"
+    r"email|address|country|city)\b|\bconfirm\s+(?:your|the)\s+(?:plan|tier|subscription|carrier|payment)\b",
     re.IGNORECASE,
 )
+_PRODUCT_SLOT = r"(?:^|_)(?:product|model|device|app|application|program|software|item|router|modem|phone|printer|laptop|computer|service|tool|game|brand|make|name)(?:_|$)"
+_UI_AFTER = re.compile(r"\s+(?:box|tab|menu|screen|dialog|window|pane|panel|button|field|toggle|option|link|icon)\b", re.I)
 _UI_BEFORE = re.compile(r"(?:[>»→]\s*|\b(?:click|tap|press|hit|select|choose|toggle|tick|untick|check|uncheck)\s+(?:on\s+)?(?:the\s+)?)$", re.I)
 
 
 def _compact(v: str) -> str:
     return re.sub(r"[^a-z0-9]", "", v.lower())
+
+
+def _names_same_thing(code: str, letters, name: str) -> bool:
+    """A model code and a longer name denote one product: the code is one of the name's tokens
+    ("HC31" in "Homelink HC31"), contains one ("LS-DSL700" and "Linkstar DSL700"), or its letters are
+    the name's initials ("HE-1500" and "Harbor Espresso Machine")."""
+    toks = [_compact(t) for t in name.split()]
+    for t in toks:
+        if t == code or (len(code) >= 4 and code in t) or (len(t) >= 4 and re.search(r"\d", t) and t in code):
+            return True
+    if letters and 2 <= len(letters.group()) <= len(toks):
+        initials = "".join(t[0] for t in toks[: len(letters.group())] if t)
+        return initials == letters.group() and bool(re.search(r"\d", code))
+    return False
 
 
 def _people_and_orgs(sentences: Sequence[tuple[int, str, str]]) -> tuple[set[str], set[str]]:
@@ -1634,7 +1683,7 @@ def _people_and_orgs(sentences: Sequence[tuple[int, str, str]]) -> tuple[set[str
         for pat in _ORG_CUES:
             for m in pat.finditer(body):
                 n = m.group("n").strip()
-                toks = [t for t in n.split() if t.lower() not in _NOT_PRODUCT_WORDS and t.lower() not in _STOP]
+                toks = [t.strip(".,!?:;'’") for t in n.split() if t.lower().strip(".,!?:;'’") not in _NOT_PRODUCT_WORDS and t.lower() not in _STOP]
                 if toks:
                     orgs.add(" ".join(toks).lower())
     for turn, texts in by_turn.items():
@@ -1674,6 +1723,7 @@ def product_candidates(
     people, orgs = _people_and_orgs(sentences)
     claimed_set = {c.lower() for c in (claimed or ()) if c}
     denied: set[str] = set()
+    claimed_anywhere: set[str] = set()  # plan names and the like: a plan where it is called one is a plan everywhere
     aliases: dict[str, str] = {}  # code -> the longer name it stands for
     # the user turns that answer an agent question about the product (or about something else)
     answers_product: set[int] = set()
@@ -1687,10 +1737,8 @@ def product_candidates(
         target = answers_product if _PRODUCT_QUESTION.search(text) else answers_other if _OTHER_QUESTION.search(text) else None
         if target is None:
             continue
-        j = turn + 1
-        while turn_roles.get(j) == "user" and j <= turn + 2:
-            target.add(j)
-            j += 1
+        if turn_roles.get(turn + 1) == "user":
+            target.add(turn + 1)  # the reply right after the question
     answers_other -= answers_product
     for turn, role, text in sentences:
         for h in find_os(text) + find_browsers(text):
@@ -1698,8 +1746,11 @@ def product_candidates(
         body = _strip_lead(text)
         if _mostly_upper(body):
             continue
-        correction = correction_cue(body) or bool(re.search(r",\s+not\s+", body))
+        correction = correction_cue(body) or bool(re.search(r",\s+not\s+|\bmis(?:read|typed|spelled|heard|took)\b", body, re.I))
         org_spans = [m.span("n") for pat in _ORG_CUES for m in pat.finditer(body)]
+        claimed_here: list[str] = []
+        named_here: list[str] = []
+        aside = bool(_ASIDE.match(body.strip())) and bool(_MALFUNCTION_CUE.search(body))  # "One more thing: X won't ..."
         for m in _CAP_SEQ.finditer(body):
             if _ORG_TAIL.search(m.group()):
                 continue  # "our New Accounts Team": an organization
@@ -1712,21 +1763,27 @@ def product_candidates(
             while tokens and (tokens[0].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[0].lower().strip(".,") in _STOP):
                 start += len(tokens[0]) + 1
                 tokens = tokens[1:]
-            while tokens and (tokens[-1].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[-1].lower().strip(".,") in _STOP):
+            while tokens and (tokens[-1].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[-1].lower().strip(".,") in _STOP or tokens[-1].lower().strip(".,") in claimed_set):
                 tokens = tokens[:-1]
             if not tokens:
                 continue
             name = " ".join(tokens).strip(".,'’")
             end = start + len(name)
             key = name.lower()
-            if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name):
+            if re.search(r"\d{6,}", name):
+                continue  # "MK-4782627": an order or account number, not a name
+            if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name) or (
+                len(tokens) < len(m.group().split()) and start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]", name)
+            ):
                 continue  # what is left is a lone sentence-initial word ("Things I tried: ...")
             if len(name) < 2 or is_placeholder_only(name) or re.fullmatch(r"[\d.\s]+|\d{1,3}[A-Za-z]{1,2}", name):
                 continue
             if _ORG_TAIL.search(name) or key in os_names or any(key in o for o in os_names):
                 continue
-            if find_os(name) or find_browsers(name) or re.fullmatch(r"[A-Z]{2,5}", name) and not _HEAD_AFTER.match(body[end:]):
-                continue  # an acronym alone ("DM", "ET", "LTS") is not a product
+            if find_os(name) or find_browsers(name) or re.fullmatch(r"[A-Z]{2,5}", name) and not (
+                _HEAD_AFTER.match(body[end:]) and re.search(r"\b(?:my|our)\s+$", body[max(0, start - 6) : start], re.I)
+            ):
+                continue  # an acronym alone ("DM", "LTS") or a kind of thing ("the SMTP server") is not a product; "my HP printer" is
             if key in _GENERIC_THINGS or re.fullmatch(_PRODUCT_HEADS, key):
                 continue  # "my TV", "the Wi-Fi": a kind of thing, not a name
             if re.fullmatch(r"(?:[A-Z]{1,6}[-_]?[A-Z]?\d{2,6}[A-Z]?)", name) and _ERROR_CONTEXT.search(text):
@@ -1736,23 +1793,39 @@ def product_candidates(
             if key in orgs and any(a <= start and end <= b for a, b in org_spans):
                 continue  # the company where it greets or signs ("Thanks for contacting X", "X Support")
             if key in claimed_set or any(key in c and re.search(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])", c) for c in claimed_set):
+                claimed_here.append(key)
+                claimed_anywhere.add(key)
                 continue  # a plan, an amount, an identifier, a code ... another detector owns it
-            if re.search(r"[>»→]\s*$", body[:start]) or re.match(r"\s*[>»→]", body[end:]) or _UI_BEFORE.search(body[max(0, start - 20) : start]):
-                continue  # "Settings > About", "tap Save": a menu path or a button
+            rest = key
+            for c in claimed_set:
+                if len(c) >= 3 and re.search(r"\d", c) and c in rest:
+                    rest = re.sub(r"(?<![\w-])" + re.escape(c) + r"(?![\w-])", " ", rest)
+            if rest != key and len(rest.split()) <= 1 and not re.search(r"\d|[a-z][A-Z]", rest):
+                claimed_here.append(key)
+                continue  # "Pro 2 TB" around a measurement, "Code MD-3163" around an error code
+            if re.search(r"[>»→]\s*$", body[:start]) or re.match(r"\s*[>»→]", body[end:]) or _UI_BEFORE.search(body[max(0, start - 20) : start]) or (
+                re.search(r"\b(?:in|on|under|from|at)\s+the\s+$", body[max(0, start - 12) : start], re.I) and _UI_AFTER.match(body[end:])
+            ):
+                continue  # "Settings > About", "tap Save", "in the About box": a menu path, a button, a dialog
             if _THIRD_PARTY_BEFORE.search(body[max(0, start - 40) : start]):
                 continue  # "shipped with X", "paid with my X": a carrier or a payment service
             if _PLAN_AFTER.match(body[end:]):
+                claimed_here.append(key)
+                claimed_anywhere.add(key)
                 continue  # "the Premium annual plan": a plan
             if turn in answers_other and role == "user" and len(body.split()) <= 8:
+                claimed_here.append(key)
+                claimed_anywhere.add(key)
                 continue  # the answer to "which plan / carrier / card?"
             if len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name) and (
                 re.search(r"\b(?:hi|hello|hey|dear|thanks|thank\s+you|sorry|me|bye|cheers|regards|welcome|no|yes|ok|okay|oh|well)\s*,?\s*$", body[max(0, start - 14) : start], re.I)
-                or re.match(r"\s*[.!]?\s*$", body[end:])
+                or re.match(r"\s*[.!]?\s*$", body[end:]) and not _OWNERSHIP_BEFORE.search(body[max(0, start - 40) : start])
             ):
-                continue  # "Hi Phil", "... Phil." at the end of a message: a person, not a product
+                continue  # "Hi Phil", "... Phil." at the end of a message: a person, not a product ("I'm using Tasklane." is)
             if correction and is_negated(body, start, end):
                 denied.add(key)
                 continue
+            named_here.append(key)
             paren = re.match(r"\s*\(\s*([A-Za-z0-9][\w-]*\d[\w-]*)\s*\)", body[end:])
             if paren and len(tokens) >= 2:
                 aliases[paren.group(1).lower()] = key  # "Trailhead 45L Backpack (TH-45)"
@@ -1762,8 +1835,8 @@ def product_candidates(
             if _HEAD_AFTER.match(body[end:]):
                 bonus += 0.5
             before = body[max(0, start - 40) : start]
-            if _OWNERSHIP_BEFORE.search(before):
-                bonus += 0.5  # "I'm using X", "the device is a X", "my router is the X"
+            if _OWNERSHIP_BEFORE.search(before) or re.match(r"\s+(?:user|owner|customer|subscriber)s?\b", body[end:], re.I):
+                bonus += 0.5  # "I'm using X", "the device is a X", "my router is the X", "long time X user"
             elif re.search(r"\b(?:my|our|the|your|using|use|with|on|for|of|bought|ordered|have|own|installed)\s+$", before, re.I):
                 bonus += 0.3
             if re.search(r"[a-z][A-Z]", name) or (len(tokens) >= 2 and re.search(r"[a-z]", name)):
@@ -1772,28 +1845,38 @@ def product_candidates(
                 bonus += 0.1  # a code or an acronym pair: weaker
             if turn in problem_turns:
                 bonus += 0.6
+            if len(tokens) >= 2 and tokens[0].lower() in orgs:
+                bonus += 0.3  # the company's own product: "Thanks for contacting Lingo" ... "Lingo Lessons"
             if turn in answers_product and role == "user":
                 bonus += 0.6  # the answer to "which model / app is it?"
             if correction and role == "user":
                 bonus += 0.4  # "sorry, it's X, not Y": the corrected name
+            if aside:
+                bonus -= 0.4  # "One more thing: my X ...": a second issue or a side remark
             if role == "agent" and re.search(r"\b(?:contacting|reaching\s+out\s+to|calling|welcome\s+to|connected\s+to|reached|choosing|from)\s+$", body[max(0, start - 25) : start], re.I):
                 bonus -= 1.0  # "Thanks for contacting X": the company, not the product
             entry[1] = max(entry[1], bonus)
+        if correction and claimed_here:
+            # "it's DSL Basic 25, not DSL Plus 80" where DSL Plus 80 is the plan: the correction is a plan too
+            for k in named_here:
+                if k in found and found[k][3] == text and found[k][4] <= 1:
+                    del found[k]
     # a model number inside a longer name counts for the longer name
     for key in list(found):
-        if key in denied:
+        if key in denied or key in claimed_anywhere:
             del found[key]
     for key in list(found):
         name = found[key][0]
         if not re.search(r"\d", key) or len(name.split()) > 1:
             continue
         c = _compact(key)
+        letters = re.match(r"[a-z]+", c)
         longer = aliases.get(key)
         if longer is None:
-            longer = next((k for k in found if k != key and len(found[k][0].split()) >= 2 and len(c) >= 3
-                           and any(_compact(tok) == c or (len(c) >= 4 and c in _compact(tok)) for tok in found[k][0].split())), None)
+            longer = next((k for k in found if k != key and len(found[k][0].split()) >= 2 and len(c) >= 3 and _names_same_thing(c, letters, found[k][0])), None)
         if longer in found:
             found[longer][4] += found[key][4]
+            found[longer][1] = max(found[longer][1], found[key][1])  # what was said of the code was said of the product
             del found[key]
     out = []
     problem_text = " ".join(t for turn, _, t in sentences if turn in problem_turns)
@@ -2027,10 +2110,21 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     findings += _resolution(turns, sentences, instr_scores)
     findings += _root_cause(sentences, an.problem_turns)
     findings += _attempts_and_escalation(sentences)
-    owned = {f.value.lower() for f in findings if f.usable and f.signal in ("plan", "identifier", "os", "browser", "answer", "key_value", "error_code", "error_message")}
+    owned = {
+        f.value.lower()
+        for f in findings
+        if f.usable
+        and f.signal in ("plan", "identifier", "os", "browser", "answer", "key_value", "error_code", "error_message")
+        and not (f.signal in ("answer", "key_value") and re.search(_PRODUCT_SLOT, f.name))
+    }
     claimed = [f.raw or f.value for f in findings if f.signal in ("plan", "identifier", "amount", "measurement", "date", "version", "error_code")]
-    claimed += [f.value for f in findings if f.signal == "answer" and re.search(r"plan|tier|subscription|membership|carrier|card|payment", f.name)]
-    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], set(an.problem_turns), claimed)
+    claimed += [f.value for f in findings if f.signal == "answer" and re.search(r"plan|tier|subscription|membership|carrier|courier|payment", f.name)]
+    opening = set(an.problem_turns)
+    j = min(opening, default=0) - 1
+    while opening and j >= 0 and turns[j][0] == "user" and len(opening) < 5:
+        opening.add(j)  # the user's turns right before the problem statement belong to the opening
+        j -= 1
+    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], opening, claimed)
     prods = [p for p in prods if p[0].lower() not in owned]
     if prods:
         name, score, turn, text = prods[0]
@@ -2184,10 +2278,13 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
         ss = by_turn[turn]
         text = turns[turn][1]
         a, b = ss[0].start, ss[-1].end
-        if ss[-1].text.rstrip().endswith(":"):  # "Try these steps:" - the list that follows is the step
-            items = [x for x in sentences if x.turn == turn and x.start >= b and re.match(r"\s*(?:\d{1,2}[.)]|[-*•])\s", text[x.start : x.start + 5])]
-            if items:
-                b = items[-1].end
+        # "Try these steps:" / "1. ..." - the list items that follow belong to the step
+        is_item = lambda x: bool(re.match(r"\s*(?:\d{1,2}[.)]|[-*•])\s", text[x.start : x.start + 5]))
+        if ss[-1].text.rstrip().endswith(":") or is_item(ss[-1]):
+            for x in (x for x in sentences if x.turn == turn and x.start >= b):
+                if not is_item(x):
+                    break
+                b = x.end
         if b - a > 400:  # keep the first few steps
             b = max((x.end for x in ss if x.end - a <= 400), default=ss[0].end)
         return _strip_lead(text[a:b]).strip(), text[a:b]
@@ -2270,10 +2367,18 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
             value = _strip_lead(s.text).strip()
             out.append(Finding("resolution", "resolution", value, "string", 0.45, s.turn, "agent", s.text, value))
 
-    # resolved: the last explicit user cue near the end, else the agent's
-    late = [e for e in events if e[0] >= n * 0.3 or e[0] > min(by_turn, default=n)]
+    # resolved: the last explicit user cue near the end, else the agent's; when the user confirmed the
+    # fix and then raised a second issue ("One more thing: ..."), the verdict is about the first one
+    scope = n
+    if confirmed is not None:
+        c_turn, c_index = confirmed[1], confirmed[3].index
+        second = next((x.turn for x in sentences if x.role == "user" and (x.turn, x.index) > (c_turn, c_index) and _ASIDE.match(_strip_lead(x.text).strip())
+                       and _MALFUNCTION_CUE.search(x.text)), None)
+        if second is not None:
+            scope = second
+    late = [e for e in events if (e[0] >= n * 0.3 or e[0] > min(by_turn, default=n)) and e[0] <= scope]
     user_late = [e for e in late if e[3].role == "user"]
-    last_instruction = max(by_turn, default=-1)
+    last_instruction = max((k for k in by_turn if k < scope), default=-1)
     if user_late and user_late[-1][0] < last_instruction:
         user_late = []  # the user's last verdict came before the last step: its outcome is unknown
         late = [e for e in late if e[0] > last_instruction]
