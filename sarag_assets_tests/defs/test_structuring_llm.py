@@ -57,6 +57,12 @@ class ScriptedModel:
                  "evidence": product[0] if product else None},
                 {"column": "error_code", "value": error[0] if error else None, "evidence": error[0] if error else None},
             ]})
+        if tool == "PseudoDocumentsAnswer":
+            return Behaviour.answer({"issue_queries": [f"{' '.join(PRODUCT.findall(data)[:1])} error"],
+                                     "solution_queries": ["what fixed the widget"]})
+        if tool == "DialogueGraphAnswer":
+            return Behaviour.answer({"nodes": [{"node_id": "n0", "issue": "widget error", "answer": "a fix",
+                                                "turn_start": 0, "turn_end": 1}], "edges": []})
         if tool == "ValueJudgements":
             return Behaviour.answer({"judgements": [
                 {"column": c, "supported": True, "reason": "stated"} for c in ("product", "error_code")
