@@ -1421,6 +1421,19 @@ _ASIDE = re.compile(r"^(?:btw|by\s+the\s+way|oh\s+and|also|ps|p\.s\.|forgot\s+to
                     r"while\s+i\s+have\s+you|unrelated|off\s+topic)\b", re.IGNORECASE)
 
 
+_NEW_ISSUE = re.compile(
+    r"\b(?:while\s+i\s+have\s+you|one\s+more\s+thing|another\s+(?:issue|problem|thing|question)|(?:a\s+)?different\s+(?:issue|problem|question)|"
+    r"unrelated|separate\s+(?:issue|problem|question)|also\s+(?:having|have)\s+(?:an?\s+)?(?:issue|problem))\b",
+    re.IGNORECASE,
+)
+
+
+def _new_issue(sentence: str) -> bool:
+    """The user raises a second issue: "While I have you, ...", "One more thing: X won't ...", "Also, X crashes"."""
+    s = _strip_lead(sentence).strip()
+    return bool(_NEW_ISSUE.search(s[:60])) or bool(_ASIDE.match(s) and _MALFUNCTION_CUE.search(s))
+
+
 _QUOTED = re.compile(r"[\"“][^\"”\n]{2,}[\"”]")
 _DETAIL_WORDS = frozenset(
     """says say said shows show showed reads read get gets got getting see seeing error code message status page firmware
@@ -1651,17 +1664,20 @@ def _compact(v: str) -> str:
     return re.sub(r"[^a-z0-9]", "", v.lower())
 
 
-def _names_same_thing(code: str, letters, name: str) -> bool:
+def _names_same_thing(code: str, name: str) -> bool:
     """A model code and a longer name denote one product: the code is one of the name's tokens
-    ("HC31" in "Homelink HC31"), contains one ("LS-DSL700" and "Linkstar DSL700"), or its letters are
+    ("HC-31" and "Homelink HC31"), contains one ("LS-DSL700" and "Linkstar DSL700"), or its letters are
     the name's initials ("HE-1500" and "Harbor Espresso Machine")."""
-    toks = [_compact(t) for t in name.split()]
+    code = _compact(code)
+    if len(code) < 3 or not re.search(r"\d", code):
+        return False
+    toks = [t for t in (_compact(t) for t in name.split()) if t]
     for t in toks:
         if t == code or (len(code) >= 4 and code in t) or (len(t) >= 4 and re.search(r"\d", t) and t in code):
             return True
+    letters = re.match(r"[a-z]+", code)
     if letters and 2 <= len(letters.group()) <= len(toks):
-        initials = "".join(t[0] for t in toks[: len(letters.group())] if t)
-        return initials == letters.group() and bool(re.search(r"\d", code))
+        return "".join(t[0] for t in toks[: len(letters.group())]) == letters.group()
     return False
 
 
@@ -1750,7 +1766,7 @@ def product_candidates(
         org_spans = [m.span("n") for pat in _ORG_CUES for m in pat.finditer(body)]
         claimed_here: list[str] = []
         named_here: list[str] = []
-        aside = bool(_ASIDE.match(body.strip())) and bool(_MALFUNCTION_CUE.search(body))  # "One more thing: X won't ..."
+        aside = _new_issue(body)  # "One more thing: X won't ...": a second issue
         for m in _CAP_SEQ.finditer(body):
             if _ORG_TAIL.search(m.group()):
                 continue  # "our New Accounts Team": an organization
@@ -1772,9 +1788,7 @@ def product_candidates(
             key = name.lower()
             if re.search(r"\d{6,}", name):
                 continue  # "MK-4782627": an order or account number, not a name
-            if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name) or (
-                len(tokens) < len(m.group().split()) and start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]", name)
-            ):
+            if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name):
                 continue  # what is left is a lone sentence-initial word ("Things I tried: ...")
             if len(name) < 2 or is_placeholder_only(name) or re.fullmatch(r"[\d.\s]+|\d{1,3}[A-Za-z]{1,2}", name):
                 continue
@@ -1861,19 +1875,17 @@ def product_candidates(
             for k in named_here:
                 if k in found and found[k][3] == text and found[k][4] <= 1:
                     del found[k]
-    # a model number inside a longer name counts for the longer name
     for key in list(found):
         if key in denied or key in claimed_anywhere:
             del found[key]
+    # a model number inside a longer name counts for the longer name
     for key in list(found):
         name = found[key][0]
         if not re.search(r"\d", key) or len(name.split()) > 1:
             continue
-        c = _compact(key)
-        letters = re.match(r"[a-z]+", c)
         longer = aliases.get(key)
         if longer is None:
-            longer = next((k for k in found if k != key and len(found[k][0].split()) >= 2 and len(c) >= 3 and _names_same_thing(c, letters, found[k][0])), None)
+            longer = next((k for k in found if k != key and len(found[k][0].split()) >= 2 and _names_same_thing(key, found[k][0])), None)
         if longer in found:
             found[longer][4] += found[key][4]
             found[longer][1] = max(found[longer][1], found[key][1])  # what was said of the code was said of the product
@@ -2372,8 +2384,7 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
     scope = n
     if confirmed is not None:
         c_turn, c_index = confirmed[1], confirmed[3].index
-        second = next((x.turn for x in sentences if x.role == "user" and (x.turn, x.index) > (c_turn, c_index) and _ASIDE.match(_strip_lead(x.text).strip())
-                       and _MALFUNCTION_CUE.search(x.text)), None)
+        second = next((x.turn for x in sentences if x.role == "user" and (x.turn, x.index) > (c_turn, c_index) and _new_issue(x.text)), None)
         if second is not None:
             scope = second
     late = [e for e in events if (e[0] >= n * 0.3 or e[0] > min(by_turn, default=n)) and e[0] <= scope]

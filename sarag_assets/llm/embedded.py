@@ -829,7 +829,7 @@ class EmbeddedBackend:
         if m.finding is not None:
             v = _fits_type(m.finding.value, col_type)
             v = _fits_constraints(v, col.constraints) if v is not None else None
-            if v is not None:
+            if v is not None and v.strip():  # an empty string is no value: null
                 return ExtractedValue(column=col.name, value=v, evidence=m.finding.evidence)
         signal = _signal_of(col)
         if col_type == "string" and desc_vec is not None and signal not in sig.SIGNALS:
@@ -839,7 +839,7 @@ class EmbeddedBackend:
                 if ft is not None:
                     value, evidence, _ = ft
                     v = _fits_constraints(value, col.constraints)
-                    if v is not None:
+                    if v is not None and v.strip():
                         return ExtractedValue(column=col.name, value=v, evidence=evidence)
         return ExtractedValue(column=col.name, value=None, evidence=None)
 

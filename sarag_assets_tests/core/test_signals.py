@@ -376,3 +376,225 @@ def test_analyze_escalation_without_resolution():
     assert an.best(an.by_signal("escalated")).value == "true"
     assert an.best(an.by_signal("resolved")).value == "false"
     assert an.best(an.by_signal("resolution")) is None  # no concrete step was given
+
+
+# --- problem statement ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "problem, not_problem",
+    [
+        # a malfunction beats the report of a step already tried
+        ("My printer won't print anything since the update.", "I restarted the printer twice, it didn't help."),
+        ("Power-cycling didn't help and the scanner still jams.", "Reinstalled the driver, no change."),
+        # a malfunction beats a bare detail, even one that contains the word "error"
+        ("The thermostat keeps resetting to 30 degrees at night.", "The status page says firmware 3.2.1."),
+        ("The dishwasher leaks from the door.", "I get error E24 every time."),
+        # what the software says (quoted) is a detail, not the user's statement of the problem
+        ("My card is declined at checkout.", 'It shows "Payment failed (E-402)".'),
+        # what works fine and background usage are not the problem
+        ("Playlists stopped syncing to my phone.", "I've used Spotify for years with no issues."),
+        ("My tablet has no sound in videos.", "I rely on the tablet for school."),
+        # an aside or a bare plea is not the problem
+        ("The bank app logs me out every minute.", "Btw, the weather here is awful."),
+        ("The ticket machine rejected my card.", "How do I fix this?"),
+    ],
+)
+def test_problem_score_prefers_the_malfunction(problem, not_problem):
+    assert sig.problem_score(problem) >= 0.5
+    assert sig.problem_score(problem) > sig.problem_score(not_problem)
+
+
+@pytest.mark.parametrize(
+    "sentence, expected",
+    [
+        ("So basically my dishwasher leaks from the door, and it's driving me crazy.", "my dishwasher leaks from the door"),
+        ("Not sure what changed but the bank app logs me out every minute.", "the bank app logs me out every minute."),
+        ("Weird one: my calendar invites arrive a day late, which is really annoying.", "my calendar invites arrive a day late"),
+        ("For some reason the elevator app shows the wrong floor, no idea why.", "the elevator app shows the wrong floor"),
+        ("My flight was cancelled and I need a refund.", "My flight was cancelled and I need a refund."),
+        ("So basically, help!", "So basically, help!"),  # nothing would remain: the sentence as it is
+    ],
+)
+def test_problem_statement_drops_framing_and_affect(sentence, expected):
+    assert sig.problem_statement(sentence) == expected
+
+
+def test_analyze_problem_is_the_malfunction_not_the_tried_step_or_detail():
+    turns = [
+        ("agent", "Hello, you're through to Harbor Bank. How can I help?"),
+        ("user", "I've banked with you for years with no problems. Error code is BX-17. Restarted the phone, didn't help."),
+        ("user", "So basically the app logs me out every time I open the transfers page, which is really annoying."),
+    ]
+    an = analyze(turns)
+    assert an.problem is not None
+    assert an.problem.value == "the app logs me out every time I open the transfers page"
+
+
+# --- instructions and resolutions -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Could you clear the browser cache and try again?",
+        "Can you reseat the memory module and let me know?",
+        "You'll need to re-pair the headphones.",
+        "Let's reset your PIN.",
+        "Please have them re-send the invitation.",
+        "Nice, next please restart the dishwasher.",
+        "Step one: do a factory reset from the recovery menu.",
+        "Please let Zoom through the firewall.",
+        "Let me reissue the boarding pass to your email.",
+    ],
+)
+def test_instruction_score_polite_steps(sentence):
+    assert sig.instruction_score(sentence) >= 0.5
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "Can you tell me your booking reference?",
+        "Could you check the version number for me?",
+        "Could you please allow me a moment while I look?",
+        "Let's move this to DM.",
+        "Let's see what we can do.",
+        "Do keep us posted.",
+        "Do the two devices show up in the list?",
+        "Have a safe flight!",
+    ],
+)
+def test_instruction_score_not_steps(sentence):
+    assert sig.instruction_score(sentence) == 0
+
+
+def test_resolution_is_the_head_of_the_confirmed_chain_for_the_first_issue():
+    turns = [
+        ("user", "My dishwasher shows E24 and won't drain."),
+        ("agent", "Please clean the drain filter under the lower rack."),
+        ("user", "Done, but it still won't drain."),
+        ("agent", "Thanks. First, disconnect the drain hose and clear the blockage."),
+        ("user", "ok"),
+        ("agent", "Good. Now run a short rinse cycle."),
+        ("user", "That worked, thanks!"),
+        ("user", "Also, my oven clock resets every night."),
+        ("agent", "Hold the lock button for 3 seconds after setting the clock."),
+        ("user", "That fixed it too."),
+    ]
+    an = analyze(turns)
+    res = an.best(an.by_signal("resolution"))
+    # not the filter (it failed), not the rinse cycle (the follow-through), not the oven (the second issue)
+    assert res is not None and res.value == "First, disconnect the drain hose and clear the blockage."
+
+
+def test_resolution_none_when_the_step_failed_and_the_agent_escalated():
+    turns = [
+        ("user", "The e-reader won't turn on."),
+        ("agent", "Could you charge it for an hour and hold the power button for 40 seconds?"),
+        ("user", "Did that, no change."),
+        ("agent", "I'm sorry. I've escalated this to our hardware team, they'll email you."),
+        ("user", "Ok."),
+    ]
+    an = analyze(turns)
+    assert an.best(an.by_signal("resolution")) is None
+
+
+def test_resolution_list_after_a_header_and_a_polite_request():
+    turns = [
+        ("user", "Invites to my family plan never arrive."),
+        ("agent", "Try these steps:\n1. Have them update their account country.\n2. Resend the invite."),
+        ("user", "That did it, thanks!"),
+    ]
+    res = analyze(turns).best(analyze(turns).by_signal("resolution"))
+    assert res is not None and "update their account country" in res.value and "Resend the invite" in res.value
+    turns = [
+        ("user", "The VPN drops every few minutes."),
+        ("agent", "Could you switch the protocol to TCP in the settings?"),
+        ("user", "Yes, that worked."),
+    ]
+    res = analyze(turns).best(analyze(turns).by_signal("resolution"))
+    assert res is not None and res.value == "Could you switch the protocol to TCP in the settings?"
+
+
+# --- product names ----------------------------------------------------------------------------------
+
+
+def product_of(turns):
+    an = analyze(turns)
+    f = an.best(an.by_signal("product"))
+    return f.value if f is not None else None
+
+
+def test_product_is_not_a_person():
+    assert product_of([("user", "Hi, this is Maria Lopez. My Roomba keeps stopping in the hallway.")]) == "Roomba"
+    assert product_of([("user", "(name's Tomasz) The Kobo Clara won't charge."), ("agent", "Sorry about that, Tomasz.")]) == "Kobo Clara"
+    turns = [
+        ("user", "Hello,\nmy Garmin Forerunner keeps losing GPS.\nThanks,\nPriya"),
+        ("agent", "Thanks, Priya. Please update the watch from the Connect app."),
+    ]
+    assert product_of(turns) == "Garmin Forerunner"
+
+
+def test_product_is_not_a_menu_path_button_or_dialog():
+    turns = [
+        ("user", "My phone keeps rebooting."),
+        ("agent", "Go to Settings > About and tap Software Information. What does it say in the About box?"),
+    ]
+    assert product_of(turns) is None
+
+
+def test_product_is_not_a_plan_carrier_payment_or_kind_of_thing():
+    turns = [("user", "I'm on the Unlimited Plus plan and my Galaxy S21 has no signal. The TV app works though.")]
+    assert product_of(turns) == "Galaxy S21"
+    turns = [("user", "It was shipped with FedEx and my Dyson V11 arrived broken. I paid with PayPal.")]
+    assert product_of(turns) == "Dyson V11"
+    turns = [
+        ("agent", "Which plan are you on?"),
+        ("user", "Family Max"),
+        ("agent", "And which model is it?"),
+        ("user", "It's a Bosch Serie 4 dishwasher."),
+    ]
+    assert product_of(turns) == "Bosch Serie 4"
+
+
+def test_product_correction_and_model_code_of_a_longer_name():
+    turns = [("user", "I'm using the Kindle Oasis. Sorry, I meant the Kindle Paperwhite, not the Kindle Oasis. It freezes on the home screen.")]
+    assert product_of(turns) == "Kindle Paperwhite"
+    turns = [
+        ("user", "The HL-2270 prints blank pages."),
+        ("agent", "Which printer model is it exactly?"),
+        ("user", "A Brother HL2270 laser printer."),
+        ("agent", "Please replace the toner in the HL-2270."),
+    ]
+    assert product_of(turns) == "Brother HL2270"  # the code counts for the longer name
+
+
+def test_product_company_only_where_it_greets():
+    turns = [
+        ("agent", "Thanks for contacting Lumo! How can I help?"),
+        ("user", "Lumo Lights won't pair with my hub."),
+        ("agent", "Lumo Support here: please reset the bulb."),
+    ]
+    assert product_of(turns) == "Lumo Lights"
+    assert product_of([("agent", "Thanks for contacting Comcast!"), ("user", "My internet is down since this morning.")]) is None
+
+
+def test_resolved_is_about_the_first_issue_and_unknown_after_an_untried_step():
+    turns = [
+        ("user", "My bike computer won't pair with the heart-rate strap."),
+        ("agent", "Please replace the strap's coin battery and pair again."),
+        ("user", "That worked, thanks! While I have you, the app shows my rides twice."),
+        ("agent", "Could you remove the duplicate account link under Connections?"),
+    ]
+    an = analyze(turns)
+    assert an.best(an.by_signal("resolved")).value == "true"  # the opening problem was fixed
+    turns = [
+        ("user", "The smart lock doesn't respond to the keypad."),
+        ("agent", "Please replace the batteries."),
+        ("user", "Did that, still nothing."),
+        ("agent", "Could you reset the lock by holding the button for 10 seconds?"),
+        ("user", "I'll try that tonight."),
+    ]
+    an = analyze(turns)
+    assert an.best(an.by_signal("resolved")) is None  # the failure was about the first step, not the last

@@ -347,3 +347,48 @@ def test_generated_conversations_pass_the_gates(backend):
             assert structural_gate(v.value, column)[0], (v, column)
             assert semantic_gate(v.value, column, conv, v.evidence)[0], (v, column)
     assert filled >= 3 * len(convs)
+
+
+AIRLINE = conversation(
+    "airline-1",
+    ("agent", "Thanks for contacting SkyWays! You're chatting with Omar. How can I help?"),
+    ("user", "Hi, this is Lena Ortiz. I've flown with you for years with no problems."),
+    ("user", "So basically the SkyWays Wallet app won't show my boarding pass, and it's driving me crazy."),
+    ("user", "I already reinstalled the app, it didn't help. Error code is BP-301."),
+    ("agent", "Sorry about that, Lena. Could you sign out of the SkyWays Wallet app?"),
+    ("user", "Done, but it still shows nothing."),
+    ("agent", "Thanks. First, go to Settings > Storage and clear the app data."),
+    ("user", "ok"),
+    ("agent", "Now sign in again with your booking reference."),
+    ("user", "Perfect, the pass is there now. Thanks!"),
+)
+
+
+def test_extract_problem_resolution_product_in_another_domain(backend):
+    metadata = md(
+        col("problem", "string", "The problem the user reports.", "problem"),
+        col("resolution", "string", "What resolved it.", "resolution"),
+        col("product", "string", "The product.", "product"),
+        col("resolved", "boolean", "Whether it was resolved.", "resolved", allowed_values=["true", "false"]),
+    )
+    v = row_values(backend, AIRLINE, metadata)
+    # the malfunction, without the framing; not the background, the tried step or the error code
+    assert v["problem"] == "the SkyWays Wallet app won't show my boarding pass"
+    # the first step of the chain the user confirmed, not the failed sign-out or the follow-through
+    assert v["resolution"] == "First, go to Settings > Storage and clear the app data."
+    # not the person, not the menu path, not the company alone
+    assert v["product"] == "SkyWays Wallet"
+    assert v["resolved"] == "true"
+
+
+def test_extracted_values_are_never_empty_strings(backend, real_conversations):
+    metadata = md(
+        col("problem", "string", "The problem the user reports.", "problem"),
+        col("resolution", "string", "What resolved it.", "resolution"),
+        col("product", "string", "The product.", "product"),
+        col("root_cause", "string", "The cause.", "root_cause"),
+        col("customer_issue", "string", "Short description of the customer's issue."),
+    )
+    for conv in real_conversations + [ROUTER, REFUND, AIRLINE]:
+        for v in backend.extract_row(conv, metadata).values:
+            assert v.value is None or v.value.strip(), (conv.dialogue_id, v)
