@@ -244,42 +244,35 @@ def ensure_schema(con: duckdb.DuckDBPyConnection, tables: list[str] | None = Non
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 
 
+def _replace_where(con: duckdb.DuckDBPyConnection, table: str, where: str, params: list, rows: pl.DataFrame) -> int:
+    """Delete the rows matching `where` and insert `rows` (already conformed), in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(f"DELETE FROM {table} WHERE {where}", params)
+        if rows.height:
+            con.register("_incoming", rows.to_arrow())
+            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
+            con.unregister("_incoming")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return rows.height
+
+
 def replace_batch(con: duckdb.DuckDBPyConnection, table: str, batch_key: str, frame: pl.DataFrame) -> int:
     """Replace the rows of one batch atomically; returns the number of rows written."""
     ensure_schema(con)
     rows = conform(table, frame)
     if rows.height and rows["batch_key"].unique().to_list() != [batch_key]:
         raise ValueError(f"frame for {table} holds rows of other batches than {batch_key!r}")
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f"DELETE FROM {table} WHERE batch_key = ?", [batch_key])
-        if rows.height:
-            con.register("_incoming", rows.to_arrow())
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
-            con.unregister("_incoming")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return rows.height
+    return _replace_where(con, table, "batch_key = ?", [batch_key], rows)
 
 
 def replace_table(con: duckdb.DuckDBPyConnection, table: str, frame: pl.DataFrame) -> int:
     """Replace all rows of an unpartitioned table atomically."""
     ensure_schema(con)
-    rows = conform(table, frame)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(f"DELETE FROM {table}")
-        if rows.height:
-            con.register("_incoming", rows.to_arrow())
-            con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM _incoming")
-            con.unregister("_incoming")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return rows.height
+    return _replace_where(con, table, "true", [], conform(table, frame))
 
 
 def read_batch(con: duckdb.DuckDBPyConnection, table: str, batch_key: str) -> pl.DataFrame:
@@ -327,19 +320,8 @@ GROUP BY c.dialogue_id, c.batch_key"""
 def replace_failures(con: duckdb.DuckDBPyConnection, batch_key: str, stage: str, frame: pl.DataFrame) -> int:
     """Replace one stage's failure records of one batch (several stages share the table)."""
     ensure_schema(con)
-    rows = conform("structuring_failures", frame)
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute("DELETE FROM structuring_failures WHERE batch_key = ? AND stage = ?", [batch_key, stage])
-        if rows.height:
-            con.register("_incoming", rows.to_arrow())
-            con.execute("INSERT INTO structuring_failures BY NAME SELECT * FROM _incoming")
-            con.unregister("_incoming")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return rows.height
+    return _replace_where(con, "structuring_failures", "batch_key = ? AND stage = ?", [batch_key, stage],
+                          conform("structuring_failures", frame))
 
 
 def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
