@@ -1,0 +1,317 @@
+"""Structure-aware retrieval over what the asset graph materialized. No Dagster imports.
+
+`Sarag(home)` opens a home read-only: the governed table's cells, the cluster model and the row vectors
+are read once (DuckDB opened read-only and closed again, so a running pipeline is not blocked); LanceDB
+is opened for reading. `search(query, k)` fuses five channels into one ranking:
+
+- ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
+- ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
+- ``issue`` / ``solution``: dense search over the SDR pseudo-documents, fused per conversation as
+  ``alpha * s_issue + (1 - alpha) * s_solution`` (cosine scores; a side that did not return the
+  conversation contributes its lowest returned score, an upper bound of the missing one) — one list;
+- ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
+  over the candidates' similarity graph (`sarag_assets.core.clusters.ClusterIndex`);
+- ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
+  ranked by the summed ``turn weight x idf`` of the values they hold; ties by the other channels' fused
+  score. This is how "that one" in the latest turn still selects the product named three turns ago.
+
+Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, ties broken by dialogue id, so
+the same home and query always give the same ranking. The query vector is the weighted mean of the
+turns' embeddings (`understanding` says the weights: the latest turn most).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
+from sarag_assets.query.understanding import Query, QueryError, ValueLexicon, normalize, read_query
+from sarag_assets.settings import Home
+
+CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
+RRF_K = 60
+DEFAULT_ALPHA = 0.5
+_SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
+
+
+class HomeNotReady(RuntimeError):
+    """The home has no materialized tables or indices to search."""
+
+
+@dataclass(frozen=True)
+class SearchSettings:
+    channels: frozenset[str] = frozenset(CHANNELS)
+    alpha: float = DEFAULT_ALPHA  # issue side weight in the SDR fusion
+    weights: Mapping[str, float] = field(default_factory=lambda: {c: 1.0 for c in CHANNELS})
+    depth: int = 50  # candidates asked of each channel (at least 5k)
+    entity_boost: float = 1.0  # fused score x (1 + entity_boost x share of the mentioned values a row holds)
+
+    def __post_init__(self):
+        unknown = set(self.channels) - set(CHANNELS)
+        if unknown:
+            raise ValueError(f"unknown channels {sorted(unknown)}; known: {', '.join(CHANNELS)}")
+        if not self.channels:
+            raise ValueError("at least one channel must be on")
+        if not 0.0 <= self.alpha <= 1.0:
+            raise ValueError(f"alpha must be within [0, 1], got {self.alpha}")
+
+    @staticmethod
+    def only(*channels: str, **kwargs) -> "SearchSettings":
+        return SearchSettings(channels=frozenset(channels), **kwargs)
+
+    def without(self, *channels: str) -> "SearchSettings":
+        return replace(self, channels=frozenset(set(self.channels) - set(channels)))
+
+
+@dataclass
+class SearchHit:
+    dialogue_id: str
+    score: float
+    rank: int
+    channels: dict[str, dict[str, float]]  # channel -> {"rank", "score"}
+    matched_columns: list[dict[str, Any]]  # [{column, value, turn, weight, matched}]
+    row: dict[str, str]  # the conversation's non-null table cells
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"dialogue_id": self.dialogue_id, "score": round(self.score, 6), "rank": self.rank,
+                "channels": self.channels, "matched_columns": self.matched_columns, "row": self.row}
+
+
+@dataclass
+class SearchResult:
+    query: Query
+    hits: list[SearchHit]
+    query_vector: np.ndarray
+
+    def ids(self) -> list[str]:
+        return [h.dialogue_id for h in self.hits]
+
+
+class Sarag:
+    """One opened home. Thread-safe for searching once opened (nothing in it changes)."""
+
+    def __init__(self, home: str | os.PathLike | Home | None = None, *, embedder=None,
+                 settings: SearchSettings | None = None, llm=None):
+        self.home = home if isinstance(home, Home) else Home.from_env(home)
+        if not self.home.warehouse.exists():
+            raise HomeNotReady(f"no warehouse at {self.home.warehouse}: run the pipeline first (sarag materialize)")
+        self.settings = settings or SearchSettings()
+        self._embedder = embedder
+        self._llm = llm
+        self.store = IndexStore.open_for_read(str(self.home.lancedb))
+        if TABLE_ROWS not in self.store.tables():
+            raise HomeNotReady(f"no LanceDB indices under {self.home.lancedb}: materialize lancedb_indices first")
+        self._load_warehouse()
+        self._cluster_index = None
+        self._cluster_model = None
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sarag-search")
+
+    # ---- opening ----------------------------------------------------------------------------------
+
+    def _load_warehouse(self) -> None:
+        from sarag_assets.core import warehouse
+
+        with warehouse.connect(self.home.warehouse, read_only=True) as con:
+            state = con.execute(
+                "SELECT version, state_json FROM governance_state ORDER BY saved_at DESC LIMIT 1").fetchone()
+            columns = json.loads(state[1])["columns"] if state else []
+            self.metadata_version = state[0] if state else None
+            self.columns = [{"name": c["name"], "type": c.get("type", "string"),
+                             "description": c.get("description", "")} for c in columns]
+            names = [c["name"] for c in self.columns]
+            known = {r[0] for r in con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_table'").fetchall()}
+            names = [n for n in names if n in known]
+            select = ", ".join(f'CAST("{n}" AS VARCHAR) AS "{n}"' for n in names)
+            table = con.execute(
+                f"SELECT dialogue_id{', ' + select if select else ''} FROM conversation_table ORDER BY dialogue_id"
+            ).fetchall()
+            stored = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone() \
+                if "cluster_models" in _tables(con) else None
+            self._cluster_bytes = stored[0] if stored else None
+            self._assignments = con.execute("SELECT * FROM cluster_assignments").pl() \
+                if self._cluster_bytes else None
+        self.rows: dict[str, dict[str, str]] = {}
+        cells = []
+        for record in table:
+            dialogue_id = record[0]
+            row = {n: v for n, v in zip(names, record[1:]) if v is not None}
+            self.rows[dialogue_id] = row
+            cells.extend((dialogue_id, n, v) for n, v in row.items())
+        entity_columns = [c["name"] for c in self.columns if c["type"] not in _SKIP_TYPES]
+        self.lexicon = ValueLexicon(cells, len(self.rows), columns=entity_columns)
+
+    @property
+    def embedder(self):
+        if self._embedder is None:
+            from sarag_assets.core.embedding import Embedder
+
+            self._embedder = Embedder()
+        return self._embedder
+
+    def _clusters(self):
+        """The cluster route's index, built on first use (it reads every row vector once)."""
+        if self._cluster_index is None and self._cluster_bytes is not None:
+            from sarag_assets.core.clusters import ClusterIndex, ClusterModel
+
+            model = ClusterModel.from_bytes(self._cluster_bytes)
+            ids, vectors = _row_vectors(self.store, TABLE_ROWS)
+            self._cluster_model = model
+            self._cluster_index = ClusterIndex.build(model, self._assignments, ids, vectors)
+        return self._cluster_index
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+    def __enter__(self) -> "Sarag":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- searching --------------------------------------------------------------------------------
+
+    def understand(self, query) -> Query:
+        parsed = read_query(query)
+        parsed.entities = self.lexicon.find(parsed)
+        return parsed
+
+    def embed(self, parsed: Query) -> np.ndarray:
+        texts = parsed.weighted_texts()
+        vectors = self.embedder.encode([t for t, _ in texts])
+        weights = np.array([w for _, w in texts], dtype=np.float32)[:, None]
+        v = (vectors * weights).sum(axis=0)
+        norm = float(np.linalg.norm(v))
+        return (v / norm if norm > 0 else v).astype(np.float32)
+
+    def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
+        return self.retrieve(query, k, settings=settings).hits
+
+    def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
+        if not isinstance(k, int) or k < 1:
+            raise QueryError(f"k must be a positive integer, got {k!r}")
+        settings = settings or self.settings
+        parsed = self.understand(query)
+        vector = self.embed(parsed)
+        depth = max(settings.depth, 5 * k)
+        on = settings.channels
+        jobs = {}
+        if "table_row" in on:
+            jobs["table_row"] = self._pool.submit(self._dense, TABLE_ROWS, vector, depth)
+        if "full_text" in on:
+            jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
+        if "issue" in on:
+            jobs["issue"] = self._pool.submit(self._dense, ISSUE_DOCUMENTS, vector, depth)
+        if "solution" in on:
+            jobs["solution"] = self._pool.submit(self._dense, SOLUTION_DOCUMENTS, vector, depth)
+        if "cluster_route" in on:
+            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
+        lists = {name: job.result() for name, job in jobs.items()}
+        ranked: dict[str, list[tuple[str, float]]] = {}
+        for name in ("table_row", "full_text", "cluster_route"):
+            if name in lists:
+                ranked[name] = lists[name]
+        if "issue" in lists or "solution" in lists:
+            ranked["sdr"] = _alpha_fuse(lists.get("issue", []), lists.get("solution", []), settings.alpha,
+                                        "issue" in lists, "solution" in lists)
+        weights = dict(settings.weights)
+        weights["sdr"] = max(weights.get("issue", 1.0), weights.get("solution", 1.0))
+        fused = _rrf(ranked, weights)
+        if "table_match" in on and parsed.entities:
+            shares = self._entity_shares(parsed)
+            ranked["table_match"] = sorted(shares.items(), key=lambda x: (-round(x[1], 9), -fused.get(x[0], 0.0), x[0]))[:depth]
+            fused = _rrf(ranked, weights)
+            fused = {d: s * (1.0 + settings.entity_boost * shares.get(d, 0.0)) for d, s in fused.items()}
+        order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
+        per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
+        for side in ("issue", "solution"):
+            if side in lists:
+                per_channel[side] = {d: (i + 1, s) for i, (d, s) in enumerate(lists[side])}
+        per_channel.pop("sdr", None)
+        hits = []
+        for rank, dialogue_id in enumerate(order, start=1):
+            found = {name: {"rank": r, "score": round(float(s), 6)}
+                     for name, by_id in per_channel.items() if (hit := by_id.get(dialogue_id)) for r, s in [hit]}
+            row = self.rows.get(dialogue_id, {})
+            matched = [e.as_dict() for e in parsed.entities if row.get(e.column) == e.value]
+            hits.append(SearchHit(dialogue_id, float(fused[dialogue_id]), rank, found, matched, dict(row)))
+        return SearchResult(parsed, hits, vector)
+
+    # ---- channels -----------------------------------------------------------------------------------
+
+    def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
+        return [(h["dialogue_id"], float(h["score"])) for h in self.store.vector_search(table, vector, depth)]
+
+    def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
+        return [(h["dialogue_id"], float(h["score"])) for h in self.store.text_search(table, text, depth)]
+
+    def _route(self, parsed: Query, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
+        index = self._clusters()
+        if index is None:
+            return []
+        from sarag_assets.core.clusters import query_vectors
+
+        views = query_vectors(self._cluster_model, parsed.full_text(), embedding=vector)
+        return [(h.dialogue_id, float(h.score)) for h in index.route(views, top_k=depth)]
+
+    def _entity_shares(self, parsed: Query) -> dict[str, float]:
+        """Per row, the share of the query's mentioned values it holds, each value weighted by its turn's
+        weight x idf. A value found in several columns (a version the table keeps twice) counts once."""
+        groups: dict[str, list] = {}
+        for entity in parsed.entities:
+            groups.setdefault(entity.surface, []).append(entity)
+        total = 0.0
+        scores: dict[str, float] = {}
+        for surface, entities in groups.items():
+            rows: set[str] = set()
+            for e in entities:
+                rows |= self.lexicon.rows(e.column, normalize(e.value))
+            gain = max(e.weight for e in entities) * self.lexicon.idf(len(rows))
+            total += gain
+            for dialogue_id in rows:
+                scores[dialogue_id] = scores.get(dialogue_id, 0.0) + gain
+        return {d: s / total for d, s in scores.items()} if total > 0 else {}
+
+
+def _row_vectors(store: IndexStore, table: str) -> tuple[list[str], np.ndarray]:
+    """Every row's dialogue id and vector (the cluster route's semantic view is the table_rows vector)."""
+    handle = store._open(table)
+    data = handle.search().select(["dialogue_id", "vector"]).limit(None).to_arrow()
+    ids = data.column("dialogue_id").to_pylist()
+    flat = data.column("vector").combine_chunks()
+    vectors = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(ids), -1)
+    return ids, vectors
+
+
+def _tables(con) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def _alpha_fuse(issue: list[tuple[str, float]], solution: list[tuple[str, float]], alpha: float,
+                use_issue: bool, use_solution: bool) -> list[tuple[str, float]]:
+    if not use_issue:
+        alpha = 0.0
+    if not use_solution:
+        alpha = 1.0
+    by_issue, by_solution = dict(issue), dict(solution)
+    floor_i = min(by_issue.values(), default=0.0)
+    floor_s = min(by_solution.values(), default=0.0)
+    scores = {d: alpha * by_issue.get(d, floor_i) + (1 - alpha) * by_solution.get(d, floor_s)
+              for d in set(by_issue) | set(by_solution)}
+    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+
+
+def _rrf(ranked: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float]) -> dict[str, float]:
+    fused: dict[str, float] = {}
+    for name, hits in ranked.items():
+        w = weights.get(name, 1.0)
+        for rank, (dialogue_id, _) in enumerate(hits, start=1):
+            fused[dialogue_id] = fused.get(dialogue_id, 0.0) + w / (RRF_K + rank)
+    return fused

@@ -1,0 +1,223 @@
+"""Reading a query: a string or a whole conversation, with entities carried from earlier turns. No Dagster.
+
+A conversation query is read as a whole (cTBLS): the latest turn is what is asked now, earlier turns say
+what "it" / "that one" is. Two things come out of it:
+
+- the texts that are embedded and searched: the latest turn weighs most, earlier user turns less the
+  further back they are, helper turns least (a helper's guess in the query is not the asker's fact);
+- entities: values of the governed table's columns (product, model, version, error code, plan, ...)
+  mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
+  from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
+  holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
+  value named earlier still counts in the latest turn ("what fixed it for that model?").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
+MAX_TURNS = 50
+MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
+MAX_VALUE_CHARS = 60
+MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about which row is meant
+
+LATEST_WEIGHT = 1.0
+EARLIER_USER_WEIGHT = 0.8  # the user turn just before the latest; further back decays by DECAY per turn
+EARLIER_AGENT_WEIGHT = 0.4
+DECAY = 0.85
+
+USER_LABELS = {"user", "customer", "client", "asker", "me", "human", "caller", "requester"}
+
+_TOKEN = re.compile(r"[^\W_]+(?:[.\-/:'][^\W_]+)*", re.UNICODE)
+
+
+class QueryError(ValueError):
+    """The query cannot be read (wrong shape, no text)."""
+
+
+@dataclass(frozen=True)
+class QueryTurn:
+    speaker: str
+    text: str
+    is_user: bool
+    weight: float
+
+
+@dataclass(frozen=True)
+class Entity:
+    column: str
+    value: str  # as stored in the table
+    turn: int  # index of the query turn it was found in
+    weight: float  # the turn's weight
+    df: int  # rows holding it
+    surface: str  # the query's words that matched
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
+                "matched": self.surface}
+
+
+@dataclass
+class Query:
+    turns: list[QueryTurn]
+    entities: list[Entity] = field(default_factory=list)
+
+    @property
+    def latest(self) -> str:
+        return self.turns[-1].text
+
+    @property
+    def is_conversation(self) -> bool:
+        return len(self.turns) > 1
+
+    def full_text(self) -> str:
+        """Every turn, the latest first: what full-text search sees."""
+        return "\n".join(t.text for t in reversed(self.turns))
+
+    def weighted_texts(self) -> list[tuple[str, float]]:
+        return [(t.text, t.weight) for t in self.turns if t.text.strip()]
+
+
+def normalize(text: str) -> str:
+    """Lowercase, accents kept, punctuation between word pieces kept (1.2.3, E-1234), spaces collapsed."""
+    return " ".join(tokens(text))
+
+
+def tokens(text: str) -> list[str]:
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
+    """A string, or a conversation: a list of {speaker, text} turns (role/content also accepted)."""
+    if isinstance(query, str):
+        raw = [{"speaker": "user", "text": query}]
+    elif isinstance(query, Mapping):
+        turns = query.get("turns")
+        if turns is None and "text" in query:
+            turns = [{"speaker": "user", "text": query["text"]}]
+        if not isinstance(turns, (list, tuple)):
+            raise QueryError("a query object needs 'turns' (a list of {speaker, text}) or 'text'")
+        raw = list(turns)
+    elif isinstance(query, (list, tuple)):
+        raw = list(query)
+    else:
+        raise QueryError(f"a query is a string or a list of turns, not {type(query).__name__}")
+    if not raw:
+        raise QueryError("the conversation has no turns")
+    if len(raw) > MAX_TURNS:
+        raw = raw[-MAX_TURNS:]
+    parsed: list[tuple[str, str]] = []
+    for i, turn in enumerate(raw):
+        if isinstance(turn, str):
+            speaker, text = "user", turn
+        elif isinstance(turn, Mapping):
+            speaker = turn.get("speaker", turn.get("role", "user"))
+            text = turn.get("text", turn.get("content"))
+        else:
+            raise QueryError(f"turn {i} is a {type(turn).__name__}, expected {{speaker, text}}")
+        if not isinstance(text, str):
+            raise QueryError(f"turn {i} has no text")
+        parsed.append((str(speaker or "user"), text[:MAX_QUERY_CHARS]))
+    if not any(text.strip() for _, text in parsed):
+        raise QueryError("the query is empty")
+    return Query(_weigh(parsed))
+
+
+def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
+    labels = [s.strip().lower() for s, _ in parsed]
+    # A conversation whose speakers are names: the one who speaks last asks (they are asking us now).
+    if not any(label in USER_LABELS for label in labels):
+        asker = labels[-1]
+        users = [label == asker for label in labels]
+    else:
+        users = [label in USER_LABELS for label in labels]
+    last = len(parsed) - 1
+    out = []
+    for i, ((speaker, text), is_user) in enumerate(zip(parsed, users)):
+        if i == last:
+            weight = LATEST_WEIGHT
+        else:
+            base = EARLIER_USER_WEIGHT if is_user else EARLIER_AGENT_WEIGHT
+            weight = base * DECAY ** (last - 1 - i)
+        out.append(QueryTurn(speaker, text, is_user, weight))
+    return out
+
+
+class ValueLexicon:
+    """Short cell values of the governed table, looked up by the word n-grams of a query.
+
+    Built from (dialogue_id, column, value) cells of the current rows. A value is kept when it is short
+    (at most `MAX_VALUE_TOKENS` words and `MAX_VALUE_CHARS` characters), is not a bare common word of
+    the queries' language (at least one token with a digit, or at least 3 characters), and is held by at
+    most `MAX_VALUE_SHARE` of the rows (values like "yes" or a product everyone has do not pick rows).
+    """
+
+    def __init__(self, cells: Iterable[tuple[str, str, Any]], n_rows: int, *,
+                 columns: Iterable[str] | None = None):
+        wanted = set(columns) if columns is not None else None
+        rows_by_value: dict[tuple[str, str], set[str]] = defaultdict(set)
+        stored: dict[tuple[str, str], str] = {}
+        for dialogue_id, column, value in cells:
+            if value is None or (wanted is not None and column not in wanted) or isinstance(value, bool):
+                continue
+            text = str(value).strip()
+            if not text or len(text) > MAX_VALUE_CHARS:
+                continue
+            toks = tokens(text)
+            if not toks or len(toks) > MAX_VALUE_TOKENS:
+                continue
+            if len(toks) == 1 and not any(ch.isdigit() for ch in toks[0]) and len(toks[0]) < 3:
+                continue
+            if all(ch.isdigit() for ch in "".join(toks)) and len("".join(toks)) < 3:
+                continue  # "2", "15": numbers that short match anything
+            key = (column, " ".join(toks))
+            rows_by_value[key].add(dialogue_id)
+            stored.setdefault(key, text)
+        self.n_rows = max(n_rows, 1)
+        limit = max(2, int(MAX_VALUE_SHARE * self.n_rows))
+        self._rows: dict[tuple[str, str], frozenset[str]] = {
+            key: frozenset(ids) for key, ids in rows_by_value.items() if len(ids) <= limit
+        }
+        self._stored = {key: stored[key] for key in self._rows}
+        self._by_ngram: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for key in sorted(self._rows):
+            self._by_ngram[key[1]].append(key)
+        self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self, column: str, normalized_value: str) -> frozenset[str]:
+        return self._rows.get((column, normalized_value), frozenset())
+
+    def idf(self, df: int) -> float:
+        return math.log(1.0 + self.n_rows / max(df, 1))
+
+    def find(self, query: Query) -> list[Entity]:
+        """Entities in every turn, longest match first (a value inside a longer matched value is not
+        matched again); one entity per (column, value), from the turn that weighs most."""
+        best: dict[tuple[str, str], Entity] = {}
+        for index, turn in enumerate(query.turns):
+            toks = tokens(turn.text)
+            taken = [False] * len(toks)
+            for size in range(min(self.max_tokens, len(toks)), 0, -1):
+                for start in range(0, len(toks) - size + 1):
+                    if any(taken[start:start + size]):
+                        continue
+                    gram = " ".join(toks[start:start + size])
+                    keys = self._by_ngram.get(gram)
+                    if not keys:
+                        continue
+                    for i in range(start, start + size):
+                        taken[i] = True
+                    for key in keys:
+                        entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
+                        if key not in best or entity.weight > best[key].weight:
+                            best[key] = entity
+        return sorted(best.values(), key=lambda e: (-e.weight, e.column, e.value))
