@@ -527,6 +527,21 @@ class IndexStore:
             query = query.where(f"batch_key = {sql_string(batch_key)}")
         return sorted(query.to_arrow().column("id").to_pylist())
 
+    def vectors(self, table: str, batch_key: str | None = None) -> tuple[list[str], np.ndarray]:
+        """The stored vectors, as read back from the table: ids (sorted) and a float32 matrix whose width
+        is the width the table stores (not this store's `dimension`, so a mismatch shows)."""
+        handle = self._open(table)
+        if handle is None:
+            return [], np.zeros((0, self.dimension), dtype=np.float32)
+        width = handle.schema.field("vector").type.list_size
+        query = handle.search().select(["id", "vector"]).limit(None)
+        if batch_key is not None:
+            query = query.where(f"batch_key = {sql_string(batch_key)}")
+        data = query.to_arrow().sort_by("id")
+        column = data.column("vector").combine_chunks()
+        values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False), dtype=np.float32)
+        return data.column("id").to_pylist(), values.reshape(len(column), width)
+
     def _columns(self, handle) -> list[str]:
         return [name for name in handle.schema.names if name != "vector"]
 
@@ -610,6 +625,30 @@ class IndexStore:
                         row[column] = hit[column]
         ranked = sorted(fused.values(), key=lambda h: (-h["score"], h["id"]))
         return ranked[:k]
+
+
+def vector_health(vectors: np.ndarray, dimension: int, tolerance: float = 1e-3) -> dict[str, Any]:
+    """Whether stored vectors have `dimension` columns, are finite and have unit norm (within `tolerance`).
+
+    Returns `passed`, the stored `dimension`, `rows`, `min_norm` / `max_norm` (None without rows) and
+    `off_norm` (rows whose norm is off by more than the tolerance, or not finite). No rows pass.
+    """
+    vectors = np.asarray(vectors, dtype=np.float32)
+    width = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+    if vectors.ndim != 2 or len(vectors) == 0:
+        return {"passed": width in (0, dimension), "dimension": width, "rows": 0, "min_norm": None,
+                "max_norm": None, "off_norm": 0}
+    norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
+    off = ~np.isfinite(norms) | (np.abs(norms - 1.0) > tolerance)
+    finite = norms[np.isfinite(norms)]
+    return {
+        "passed": width == dimension and not off.any(),
+        "dimension": width,
+        "rows": int(len(vectors)),
+        "min_norm": float(finite.min()) if len(finite) else None,
+        "max_norm": float(finite.max()) if len(finite) else None,
+        "off_norm": int(off.sum()),
+    }
 
 
 def _is_conflict(error: BaseException) -> bool:

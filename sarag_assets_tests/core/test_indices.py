@@ -13,7 +13,14 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from sarag_assets.core.indices import GRAPH_NODES, TABLE_ROWS, IndexStore, ann_parameters, sql_string
+from sarag_assets.core.indices import (
+    GRAPH_NODES,
+    TABLE_ROWS,
+    IndexStore,
+    ann_parameters,
+    sql_string,
+    vector_health,
+)
 
 DIM = 32
 
@@ -371,3 +378,31 @@ def test_optimize_compacts(store):
     assert report[TABLE_ROWS]["fragments_after"] < report[TABLE_ROWS]["fragments_before"]
     assert report[TABLE_ROWS]["rows"] == 5
     assert store.counts(TABLE_ROWS) == 5
+
+
+def test_vectors_are_read_back_as_stored(store):
+    store.replace_batch(TABLE_ROWS, "A", rows(A))
+    store.replace_batch(TABLE_ROWS, "B", rows(B))
+    written = rows(A).sort("id")
+    ids, vectors = store.vectors(TABLE_ROWS, "A")
+    assert ids == ["a1", "a2", "a3"] and vectors.shape == (3, DIM) and vectors.dtype == np.float32
+    np.testing.assert_array_equal(vectors, np.asarray(written["vector"].to_list(), dtype=np.float32))
+    assert store.vectors(TABLE_ROWS)[1].shape == (5, DIM)
+    assert store.vectors(TABLE_ROWS, "missing")[1].shape == (0, DIM)
+    assert store.vectors(GRAPH_NODES, "A")[1].shape == (0, DIM)  # no table yet
+
+
+def test_vector_health_judges_what_is_stored(store):
+    store.replace_batch(TABLE_ROWS, "A", rows(A))
+    assert vector_health(store.vectors(TABLE_ROWS, "A")[1], DIM) == {
+        "passed": True, "dimension": DIM, "rows": 3, "min_norm": pytest.approx(1, abs=1e-6),
+        "max_norm": pytest.approx(1, abs=1e-6), "off_norm": 0}
+    assert not vector_health(store.vectors(TABLE_ROWS, "A")[1], DIM + 1)["passed"]  # not the model's dimension
+    # the store writes any finite vector it is given: a row encoded without normalization is caught on read
+    scaled = rows({"b1": B["b1"]}).with_columns(
+        pl.Series("vector", (unit_vectors(1, 5) * 2).tolist(), dtype=pl.Array(pl.Float32, DIM)))
+    store.replace_batch(TABLE_ROWS, "B", pl.concat([rows({"b2": B["b2"]}), scaled]).sort("id"))
+    health = vector_health(store.vectors(TABLE_ROWS, "B")[1], DIM)
+    assert not health["passed"] and health["off_norm"] == 1 and health["max_norm"] == pytest.approx(2, abs=1e-5)
+    assert vector_health(np.zeros((0, DIM)), DIM)["passed"]
+    assert not vector_health(np.full((1, DIM), np.nan), DIM)["passed"]
