@@ -32,7 +32,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
-from sarag_assets.query.understanding import Query, QueryError, ValueLexicon, normalize, read_query
+from sarag_assets.query.understanding import Query, QueryError, ValueLexicon, normalize, read_query, resolve_contrast
 from sarag_assets.settings import Home
 
 CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
@@ -181,7 +181,7 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        return parsed
+        return resolve_contrast(parsed)
 
     def embed(self, parsed: Query) -> np.ndarray:
         texts = parsed.weighted_texts()

@@ -18,7 +18,7 @@ import math
 import re
 import unicodedata
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
@@ -29,7 +29,7 @@ MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about w
 
 LATEST_WEIGHT = 1.0
 EARLIER_USER_WEIGHT = 0.8  # the user turn just before the latest; further back decays by DECAY per turn
-EARLIER_AGENT_WEIGHT = 0.4
+EARLIER_AGENT_WEIGHT = 0.2
 DECAY = 0.85
 
 USER_LABELS = {"user", "customer", "client", "asker", "me", "human", "caller", "requester"}
@@ -67,6 +67,7 @@ class Entity:
 class Query:
     turns: list[QueryTurn]
     entities: list[Entity] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # how references were resolved, for the reader
 
     @property
     def latest(self) -> str:
@@ -147,6 +148,59 @@ def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
             weight = base * DECAY ** (last - 1 - i)
         out.append(QueryTurn(speaker, text, is_user, weight))
     return out
+
+
+# "the other one", "another device": the question moves from the thing the problem was described on to
+# the other thing named earlier. English only, like every cue here; other languages keep the plain reading.
+_CONTRAST = re.compile(r"\b(?:the\s+other|another|the\s+second\s+one)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def resolve_contrast(query: Query) -> Query:
+    """Read "the other one" in the latest turn against the names of earlier turns.
+
+    Applies when the latest turn names nothing itself, points away with a contrast cue, and earlier turns
+    name two or more things (entities with a letter in them) of which one — the *focus* — is named more
+    often than any other (the problem was described on it). Then the focus and the values stated in the
+    sentence where it was last named (its version, its code) stop counting, the other names count with the
+    latest turn's weight, and the earlier turns' text reads the other name where the focus was, so the
+    embedded and full-text query describe the same problem on the other thing.
+    """
+    last = len(query.turns) - 1
+    if last < 1 or not _CONTRAST.search(query.turns[last].text):
+        return query
+    if any(e.turn == last for e in query.entities):
+        return query
+    history = [e for e in query.entities if e.turn < last]
+    names = sorted({e.surface for e in history if any(ch.isalpha() for ch in e.surface)})
+    if len(names) < 2:
+        return query
+    text = " \n ".join(normalize(t.text) for t in query.turns[:last] if t.is_user)
+    counts = {n: len(re.findall(rf"(?<!\S){re.escape(n)}(?!\S)", text)) for n in names}
+    top = max(counts.values())
+    leaders = [n for n in names if counts[n] == top]
+    if len(leaders) != 1:
+        return query
+    focus = leaders[0]
+    others = [n for n in names if n != focus]
+    focus_sentence: set[str] = set()
+    for turn in query.turns[:last]:
+        for sentence in _SENTENCE.split(turn.text):
+            normalized = f" {normalize(sentence)} "
+            if f" {focus} " in normalized and not any(f" {o} " in normalized for o in others):
+                focus_sentence = {e.surface for e in history if f" {e.surface} " in normalized}
+    dropped = focus_sentence | {focus}
+    weight = query.turns[last].weight
+    query.entities = [replace(e, weight=weight) if e.surface in others else e
+                      for e in query.entities if e.surface not in dropped]
+    stored_other = next(e.value for e in history if e.surface == others[0])
+    pattern = re.compile(r"(?<![^\W_])" + r"\W+".join(re.escape(t) for t in focus.split()) + r"(?![^\W_])",
+                         re.IGNORECASE)
+    query.turns = [replace(t, text=pattern.sub(stored_other, t.text)) if i < last else t
+                   for i, t in enumerate(query.turns)]
+    query.notes.append(f"'{query.turns[last].text.strip()[:60]}' read as about {', '.join(others)} "
+                       f"(not {focus})")
+    return query
 
 
 class ValueLexicon:
