@@ -83,6 +83,8 @@ import numpy as np
 import polars as pl
 from scipy import sparse
 
+from sarag_assets.core.embedding import text_hash
+
 __all__ = [
     "VIEWS",
     "STRUCTURAL_FEATURES",
@@ -118,6 +120,9 @@ CLUSTER_ASSIGNMENTS_SCHEMA: dict[str, pl.DataType] = {
     "distance": pl.Float64,
     "is_representative": pl.Boolean,
     "model_version": pl.String,
+    # text_hash(the linearized text) the assignment was computed from: a conversation that lands again
+    # with other content gets another text and is reassigned (null in rows written before the column)
+    "text_hash": pl.String,
 }
 CLUSTERS_SCHEMA: dict[str, pl.DataType] = {
     "view": pl.String,
@@ -604,7 +609,7 @@ def _view_model(x: np.ndarray, ids: Sequence[str], k: int, m: int, config: Clust
 
 
 def _assignment_frame(ids: Sequence[str], view: str, labels: np.ndarray, dists: np.ndarray,
-                      is_rep: np.ndarray, version: str) -> pl.DataFrame:
+                      is_rep: np.ndarray, version: str, hashes: Sequence[str | None]) -> pl.DataFrame:
     n = len(ids)
     return pl.DataFrame({
         "dialogue_id": list(ids),
@@ -613,6 +618,7 @@ def _assignment_frame(ids: Sequence[str], view: str, labels: np.ndarray, dists: 
         "distance": dists.astype(np.float64),
         "is_representative": is_rep.astype(bool),
         "model_version": [version] * n,
+        "text_hash": list(hashes),
     }, schema=CLUSTER_ASSIGNMENTS_SCHEMA)
 
 
@@ -681,8 +687,9 @@ def fit_clusters(rows: Any, *, k: int | None = None, seed: int = 0, config: Clus
         struct_mean=mean, struct_std=std, heuristic=heuristic_model,
         graph_components=graph_components, views=views,
     )
+    hashes = [text_hash(t) for t in texts]
     model.fit_assignments = pl.concat(
-        [_assignment_frame(ids, name, *per_view[name], version) for name in VIEWS], how="vertical"
+        [_assignment_frame(ids, name, *per_view[name], version, hashes) for name in VIEWS], how="vertical"
     )
     model.fit_features = features
     return model
@@ -695,6 +702,8 @@ def assign(model: ClusterModel, new_rows: Any, *, text_column: str = "text", emb
     representatives change only on refit)."""
     if features is None:
         features = compute_features(model, new_rows, text_column=text_column, embeddings=embeddings, embedder=embedder)
+    by_id = dict(zip(*_rows(new_rows, text_column)))
+    hashes = [text_hash(by_id[d]) if d in by_id else None for d in features.dialogue_ids]
     frames = []
     for name in VIEWS:
         view = model.views[name]
@@ -703,7 +712,7 @@ def assign(model: ClusterModel, new_rows: Any, *, text_column: str = "text", emb
         view.n_assigned += len(labels)
         view.assigned_distance_sum += float(dists.sum())
         frames.append(_assignment_frame(features.dialogue_ids, name, labels, dists,
-                                        np.zeros(len(labels), dtype=bool), model.model_version))
+                                        np.zeros(len(labels), dtype=bool), model.model_version, hashes))
     return pl.concat(frames, how="vertical")
 
 

@@ -18,6 +18,8 @@ import duckdb
 import polars as pl
 
 # table name -> ordered (column, DuckDB type) pairs. The order is the public column order.
+# A column added to a table after homes exist must be nullable and go last: `ensure_schema` adds it to
+# an older table with ALTER TABLE (old rows read null), since CREATE TABLE IF NOT EXISTS leaves it as is.
 TABLES: dict[str, list[tuple[str, str]]] = {
     "raw_dialogues": [
         ("batch_key", "VARCHAR NOT NULL"),
@@ -121,6 +123,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("distance", "DOUBLE NOT NULL"),
         ("is_representative", "BOOLEAN NOT NULL"),
         ("model_version", "VARCHAR NOT NULL"),
+        ("text_hash", "VARCHAR"),  # hash of the linearized text assigned; added later, so nullable
     ],
     "clusters": [
         ("view", "VARCHAR NOT NULL"),
@@ -237,9 +240,21 @@ def connect(path: str | Path, *, read_only: bool = False, wait_s: float = 60.0) 
 
 
 def ensure_schema(con: duckdb.DuckDBPyConnection, tables: list[str] | None = None) -> None:
-    for name in tables or list(TABLES):
+    names = tables or list(TABLES)
+    for name in names:
         cols = ", ".join(f'"{c}" {t}' for c, t in TABLES[name])
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({cols})")
+    existing = set(con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() "
+        "WHERE database_name = current_database() AND schema_name = current_schema()"
+    ).fetchall())
+    for name in names:
+        for column, sql in TABLES[name]:
+            if (name, column) not in existing:  # a table created before the column was declared
+                if "NOT NULL" in sql:
+                    raise RuntimeError(f"table {name} lacks the column {column}, which is NOT NULL; "
+                                       "a column added later must be nullable")
+                con.execute(f'ALTER TABLE {name} ADD COLUMN "{column}" {sql}')
     for name, sql in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS {sql}")
 

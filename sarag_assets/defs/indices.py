@@ -68,6 +68,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
         "model_version": update.model.model_version,
         "conversations": rows.height,
         "new_rows": update.new_rows,
+        "changed_rows": update.changed_rows,
         "clusters_per_view": {v: int(n) for v, n in sizes.group_by("view").len().iter_rows()},
         "sizes": dg.MetadataValue.md("| view | cluster | size |\n|---|---|---|\n" + "\n".join(
             f"| {r['view']} | {r['cluster_id']} | {r['size']} |" for r in sizes.iter_rows(named=True))),
