@@ -164,6 +164,130 @@ def cmd_quality(args) -> int:
     return 0
 
 
+def _query_input(args):
+    """The query: the last argument, or a conversation file (--conversation: JSON list of turns, a JSON
+    object with "turns", or JSONL with one turn per line)."""
+    if args.conversation:
+        path = Path(args.conversation)
+        if not path.is_file():
+            raise CliError(f"{args.conversation}: no such file")
+        raw = path.read_text(encoding="utf-8", errors="replace").strip()
+        try:
+            data = json.loads(raw)
+        except json.JSONDecodeError:
+            try:
+                data = [json.loads(line) for line in raw.splitlines() if line.strip()]
+            except json.JSONDecodeError as exc:
+                raise CliError(f"{args.conversation}: not JSON or JSONL ({exc.msg}, line {exc.lineno})") from None
+        return data
+    if args.query is None:
+        raise CliError("give a query as the last argument or a conversation with --conversation FILE")
+    return args.query
+
+
+def _open_engine(args):
+    from sarag_assets.query.engine import HomeNotReady, Sarag
+
+    try:
+        return Sarag(args.home)
+    except HomeNotReady as exc:
+        raise CliError(str(exc)) from None
+
+
+def _query_errors():
+    from sarag_assets.llm.client import LLMCallFailed
+    from sarag_assets.query.engine import LLMRequired
+    from sarag_assets.query.sql import SqlError
+    from sarag_assets.query.understanding import QueryError
+
+    return (QueryError, SqlError, LLMRequired, LLMCallFailed)
+
+
+def _print_json(data) -> None:
+    print(json.dumps(data, indent=1, ensure_ascii=False, default=str))
+
+
+def cmd_search(args) -> int:
+    query = _query_input(args)
+    with _open_engine(args) as engine:
+        try:
+            result = engine.retrieve(query, args.k)
+        except _query_errors() as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        _print_json({"notes": result.query.notes, "entities": [e.as_dict() for e in result.query.entities],
+                     "hits": [h.as_dict() for h in result.hits]})
+        return 0
+    for note in result.query.notes:
+        print(f"note: {note}")
+    if result.query.entities:
+        print("mentioned: " + ", ".join(f"{e.column}={e.value}" for e in result.query.entities))
+    if not result.hits:
+        print("no results")
+    for hit in result.hits:
+        channels = ", ".join(f"{name} #{info['rank']}" for name, info in hit.channels.items())
+        print(f"{hit.rank:>2}. {hit.dialogue_id}  score {hit.score:.4f}  [{channels}]")
+        if hit.matched_columns:
+            print("    matched: " + ", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns))
+        for column in list(hit.row)[:4]:
+            print(f"    {column}: {_one_line(hit.row[column])}")
+    return 0
+
+
+def cmd_ask(args) -> int:
+    query = _query_input(args)
+    with _open_engine(args) as engine:
+        try:
+            answer = engine.answer(query, k=args.k)
+        except _query_errors() as exc:
+            raise CliError(str(exc)) from None
+    if args.json:
+        _print_json(answer.as_dict())
+        return 0
+    for note in answer.notes:
+        print(f"note: {note}")
+    print(answer.text)
+    print(f"\n({answer.generated_by}; {'supported by' if answer.supported else 'NOT answered by'} the evidence)")
+    print("citations: " + (", ".join(answer.citations) or "none"))
+    return 0
+
+
+def cmd_sql(args) -> int:
+    statement = args.statement
+    if args.ask:
+        with _open_engine(args) as engine:
+            try:
+                reply = engine.ask_sql(statement)
+            except _query_errors() as exc:
+                raise CliError(str(exc)) from None
+        if args.json:
+            _print_json(reply.as_dict())
+        else:
+            print(f"SQL: {reply.sql}")
+            print(reply.answer)
+        return 0
+    from sarag_assets.query.sql import SqlError, run_select
+    from sarag_assets.settings import Home
+
+    try:
+        result = run_select(Home.from_env(args.home).warehouse, statement)
+    except (SqlError, FileNotFoundError) as exc:
+        raise CliError(str(exc)) from None
+    if args.json:
+        _print_json({"columns": result.columns, "rows": [list(r) for r in result.rows], "truncated": result.truncated})
+        return 0
+    print(" | ".join(result.columns))
+    for row in result.rows:
+        print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
+    print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''})")
+    return 0
+
+
+def _one_line(text: str, limit: int = 100) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -196,6 +320,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=7)
     p.add_argument("--no-fixtures", action="store_true", help="land only the generated corpus")
     p.set_defaults(func=cmd_demo)
+
+    def query_command(name, help_text, func):
+        p = with_home(sub.add_parser(name, help=help_text))
+        p.add_argument("query", nargs="?", help="the question (or use --conversation)")
+        p.add_argument("--conversation", metavar="FILE", help="a conversation as JSON/JSONL turns {speaker, text}")
+        p.add_argument("--k", type=int, default=10 if name == "search" else 5)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=func)
+
+    query_command("search", "find past conversations like this question or conversation", cmd_search)
+    query_command("ask", "answer from past conversations, with citations", cmd_ask)
+    p = with_home(sub.add_parser("sql", help="run a read-only SELECT over the warehouse (or --ask a question)"))
+    p.add_argument("statement", help="a SELECT statement, or a question with --ask")
+    p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_sql)
     return parser
 
 

@@ -45,6 +45,10 @@ class HomeNotReady(RuntimeError):
     """The home has no materialized tables or indices to search."""
 
 
+class LLMRequired(RuntimeError):
+    """The operation needs an LLM endpoint and none is configured."""
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     channels: frozenset[str] = frozenset(CHANNELS)
@@ -124,7 +128,7 @@ class Sarag:
             columns = json.loads(state[1])["columns"] if state else []
             self.metadata_version = state[0] if state else None
             self.columns = [{"name": c["name"], "type": c.get("type", "string"),
-                             "description": c.get("description", "")} for c in columns]
+                             "description": c.get("meaning") or c.get("description") or ""} for c in columns]
             names = [c["name"] for c in self.columns]
             known = {r[0] for r in con.execute(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_table'").fetchall()}
@@ -162,7 +166,7 @@ class Sarag:
             from sarag_assets.core.clusters import ClusterIndex, ClusterModel
 
             model = ClusterModel.from_bytes(self._cluster_bytes)
-            ids, vectors = _row_vectors(self.store, TABLE_ROWS)
+            ids, vectors = self.store.vectors(TABLE_ROWS)  # table_rows ids are dialogue ids
             self._cluster_model = model
             self._cluster_index = ClusterIndex.build(model, self._assignments, ids, vectors)
         return self._cluster_index
@@ -244,6 +248,124 @@ class Sarag:
             hits.append(SearchHit(dialogue_id, float(fused[dialogue_id]), rank, found, matched, dict(row)))
         return SearchResult(parsed, hits, vector)
 
+    # ---- answers ------------------------------------------------------------------------------------
+
+    @property
+    def llm(self):
+        """The configured LLM (SARAG_LLM_BASE_URL), or None. Calls are not cached here: the query side
+        never writes the warehouse."""
+        if self._llm is None:
+            from sarag_assets.llm.client import LLMSettings, StructuredLLM
+
+            settings = LLMSettings.from_env()
+            self._llm = StructuredLLM(settings) if settings else False
+        return self._llm or None
+
+    def evidence(self, query, *, k: int = 5, m: int = 2, radius: int = 1, depth: int = 2, max_triples: int = 20,
+                 settings: SearchSettings | None = None):
+        from sarag_assets.query.answers import Evidence, expand_triples, top_cells
+
+        result = self.retrieve(query, k, settings=settings)
+        hits = result.hits
+        entity_columns = {c["name"] for c in self.columns if c["type"] not in _SKIP_TYPES}
+        seeds = [(e.column, e.value) for e in result.query.entities]
+        if not seeds and hits:
+            seeds = [(c, v) for c, v in hits[0].row.items() if c in entity_columns and len(v) <= 60]
+        ranked = [h.dialogue_id for h in hits]
+        triples = expand_triples(seeds, ranked, self.rows,
+                                 lambda c, v: self.lexicon.rows(c, normalize(v)) or
+                                 {d for d in ranked if self.rows.get(d, {}).get(c) == v},
+                                 entity_columns, depth=depth, max_triples=max_triples)
+        nodes = self._graph_evidence(ranked, result.query_vector, m=m, radius=radius)
+        mentioned = {(e.column, e.value) for e in result.query.entities}
+        cells = top_cells(hits, result.query_vector, self.embedder, mentioned)
+        rows = [{"dialogue_id": h.dialogue_id, "score": round(h.score, 6), "row": h.row} for h in hits]
+        return result, Evidence(rows, triples, nodes, cells)
+
+    def _graph_evidence(self, dialogue_ids: list[str], vector: np.ndarray, *, m: int, radius: int):
+        from sarag_assets.core import warehouse
+        from sarag_assets.core.indices import sql_string
+        from sarag_assets.query.answers import walk_nodes
+
+        if not dialogue_ids:
+            return []
+        with warehouse.connect(self.home.warehouse, read_only=True) as con:
+            nodes = con.execute(
+                """SELECT n.dialogue_id, n.node_id, n.issue, n.answer, n.turn_start, n.turn_end
+                   FROM graph_nodes n JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+                   WHERE n.dialogue_id IN (SELECT unnest(?)) ORDER BY n.dialogue_id, n.turn_start""",
+                [dialogue_ids]).pl().to_dicts()
+            edges = con.execute(
+                """SELECT e.dialogue_id, e.source, e.target, e.relation
+                   FROM graph_edges e JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+                   WHERE e.dialogue_id IN (SELECT unnest(?))""", [dialogue_ids]).fetchall()
+        where = "dialogue_id IN (" + ", ".join(sql_string(d) for d in dialogue_ids) + ")"
+        similarity = {(h["dialogue_id"], h.get("node_id")): float(h["score"])
+                      for h in self.store.vector_search(GRAPH_NODES, vector, max(len(nodes), 1), where)}
+        out = []
+        for dialogue_id in dialogue_ids:
+            own = [n for n in nodes if n["dialogue_id"] == dialogue_id]
+            own_edges = [(s, t, r) for d, s, t, r in edges if d == dialogue_id]
+            sims = {n["node_id"]: similarity.get((dialogue_id, n["node_id"]), -1.0) for n in own}
+            out.extend(walk_nodes(own, own_edges, sims, m=m, radius=radius))
+        return out
+
+    def answer(self, query, *, k: int = 5, m: int = 2, radius: int = 1, settings: SearchSettings | None = None):
+        """A grounded answer with citations (see `answers`): generated by the LLM when one is
+        configured, else extractive."""
+        from sarag_assets.query.answers import extractive_answer, llm_answer
+
+        result, evidence = self.evidence(query, k=k, m=m, radius=radius, settings=settings)
+        notes = list(result.query.notes)
+        if self.llm is None:
+            return extractive_answer(evidence, notes)
+        question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
+        return llm_answer(self.llm, question, evidence, notes)
+
+    # ---- SQL ------------------------------------------------------------------------------------------
+
+    def sql(self, statement: str, *, max_rows: int = 1000):
+        """One read-only SELECT (see `sarag_assets.query.sql`); raises SqlRefused for anything else."""
+        from sarag_assets.query.sql import run_select
+
+        return run_select(self.home.warehouse, statement, max_rows=max_rows)
+
+    def schema(self) -> str:
+        """The tables a question can be answered from, for people and for the LLM."""
+        lines = ["conversation_table: one row per current conversation. Columns:",
+                 "  dialogue_id VARCHAR, batch_key VARCHAR"]
+        for c in self.columns:
+            lines.append(f"  {c['name']} {c['type'].upper()}: {c['description']}".rstrip(": "))
+        lines += [
+            "current_dialogues: one row per turn of the current conversations: dialogue_id, turn_index, "
+            "role ('user' | 'agent'), speaker, text, ts, source_file, source_format",
+            "graph_nodes: issue-solution units: dialogue_id, node_id, issue, answer, turn_start, turn_end",
+            "pseudo_documents: dialogue_id, issue_document, solution_document",
+        ]
+        return "\n".join(lines)
+
+    def ask_sql(self, question: str):
+        """Question -> SQL (LLM) -> read-only rows -> an answer from those rows only."""
+        from sarag_assets.query.answers import SqlQuestionAnswer, answer_from_rows, plan_sql
+        from sarag_assets.query.sql import SqlError
+
+        if not isinstance(question, str) or not question.strip():
+            raise QueryError("the question is empty")
+        if self.llm is None:
+            raise LLMRequired("ask_sql needs an LLM: set SARAG_LLM_BASE_URL and SARAG_LLM_MODEL "
+                              "(or write the SQL yourself: sarag sql)")
+        schema = self.schema()
+        plan = plan_sql(self.llm, question, schema)
+        try:
+            result = self.sql(plan.sql)
+        except SqlError as exc:
+            plan = plan_sql(self.llm, question, schema, error=str(exc))
+            result = self.sql(plan.sql)
+        rows = [{k: _plain(v) for k, v in r.items()} for r in result.records()]
+        reply = answer_from_rows(self.llm, question, result.statement, rows)
+        return SqlQuestionAnswer(question, result.statement, plan.columns, rows, reply.answer.strip(),
+                                 bool(reply.supported), f"llm/{self.llm.settings.model}", result.truncated)
+
     # ---- channels -----------------------------------------------------------------------------------
 
     def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
@@ -280,14 +402,10 @@ class Sarag:
         return {d: s / total for d, s in scores.items()} if total > 0 else {}
 
 
-def _row_vectors(store: IndexStore, table: str) -> tuple[list[str], np.ndarray]:
-    """Every row's dialogue id and vector (the cluster route's semantic view is the table_rows vector)."""
-    handle = store._open(table)
-    data = handle.search().select(["dialogue_id", "vector"]).limit(None).to_arrow()
-    ids = data.column("dialogue_id").to_pylist()
-    flat = data.column("vector").combine_chunks()
-    vectors = np.asarray(flat.values.to_numpy(zero_copy_only=False), dtype=np.float32).reshape(len(ids), -1)
-    return ids, vectors
+def _plain(value):
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
 
 
 def _tables(con) -> set[str]:

@@ -1,0 +1,312 @@
+"""Grounded answers from retrieved evidence, and SQL questions answered from result rows. No Dagster.
+
+Evidence for a query (SA-RAG, SDR, cTBLS in one bundle):
+
+- ``rows``: the top retrieved conversations with their table cells;
+- ``triples``: (value, column, information) collected by expanding from the values the query mentioned
+  through the table: rows holding a value give their other cells as triples; the entity-like values of
+  those rows are the next frontier; at most ``depth`` steps and ``max_triples`` triples, rows visited in
+  search-rank order (then by id), at most ``rows_per_value`` rows per value. Without mentioned values the
+  expansion starts from the top row's entity-like values;
+- ``nodes``: per retrieved conversation, its ``m`` dialogue-graph nodes most similar to the query
+  (anchors), plus the nodes within ``radius`` steps along ``refines`` / ``elaborates`` edges (either
+  direction), in turn order;
+- ``cells``: the 3 cells of the top rows most similar to the query (cosine of "column: value" to the
+  query vector, weighted 1/rank of the row; cells the query itself named count half: the asker knows them).
+
+Without an LLM the answer is extractive: the best anchors' helper answers and the top cells, each with its
+citation. With one, the model writes the answer from that evidence only and must cite evidence ids; ids it
+invents are dropped, and it says so when the evidence does not answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, Field
+
+MAX_ANSWER_CHARS = 600
+
+
+@dataclass
+class Triple:
+    value: str
+    column: str
+    information: str
+    dialogue_id: str
+    depth: int
+
+    @property
+    def cite(self) -> str:
+        return f"{self.dialogue_id}:{self.column}"
+
+
+@dataclass
+class NodeEvidence:
+    dialogue_id: str
+    node_id: str
+    issue: str
+    answer: str
+    turn_start: int
+    turn_end: int
+    similarity: float
+    anchor: bool
+
+    @property
+    def cite(self) -> str:
+        return f"{self.dialogue_id}#{self.node_id}"
+
+
+@dataclass
+class CellEvidence:
+    dialogue_id: str
+    column: str
+    value: str
+    score: float
+
+    @property
+    def cite(self) -> str:
+        return f"{self.dialogue_id}:{self.column}"
+
+
+@dataclass
+class Evidence:
+    rows: list[dict[str, Any]]
+    triples: list[Triple]
+    nodes: list[NodeEvidence]
+    cells: list[CellEvidence]
+
+    def ids(self) -> set[str]:
+        return ({r["dialogue_id"] for r in self.rows} | {t.cite for t in self.triples}
+                | {n.cite for n in self.nodes} | {c.cite for c in self.cells})
+
+    def as_dict(self) -> dict[str, Any]:
+        def plain(items):
+            return [asdict(i) | {"cite": i.cite} for i in items]
+
+        return {"rows": self.rows, "triples": plain(self.triples), "nodes": plain(self.nodes),
+                "cells": plain(self.cells)}
+
+    def as_prompt(self) -> str:
+        lines = ["RETRIEVED CONVERSATIONS (table rows):"]
+        for r in self.rows:
+            cells = "; ".join(f"{k} = {v}" for k, v in r["row"].items())
+            lines.append(f"[{r['dialogue_id']}] {cells}")
+        lines.append("DIALOGUE GRAPH NODES (user issue -> helper answer):")
+        for n in self.nodes:
+            lines.append(f"[{n.cite}] issue: {n.issue} | answer: {n.answer}")
+        lines.append("TABLE TRIPLES (value, column, information):")
+        for t in self.triples:
+            lines.append(f"[{t.cite}] ({t.value}, {t.column}, {t.information})")
+        lines.append("TOP CELLS:")
+        for c in self.cells:
+            lines.append(f"[{c.cite}] {c.column} = {c.value}")
+        return "\n".join(lines)
+
+
+@dataclass
+class Answer:
+    text: str
+    citations: list[str]
+    supported: bool  # False: the evidence does not answer the question
+    generated_by: str  # "extractive" or "llm/<model>"
+    evidence: Evidence
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"answer": self.text, "citations": self.citations, "supported": self.supported,
+                "generated_by": self.generated_by, "notes": self.notes, "evidence": self.evidence.as_dict()}
+
+
+# ---- evidence ------------------------------------------------------------------------------------
+
+
+def expand_triples(seeds: list[tuple[str, str]], ranked_ids: list[str], rows: dict[str, dict[str, str]],
+                   rows_holding, entity_columns: set[str], *, depth: int = 2, max_triples: int = 20,
+                   rows_per_value: int = 3) -> list[Triple]:
+    """Breadth-first from (column, value) seeds through the table (see the module docstring)."""
+    rank = {d: i for i, d in enumerate(ranked_ids)}
+    seen_values = set(seeds)
+    seen_rows: set[str] = set()
+    frontier = list(seeds)
+    out: list[Triple] = []
+    for step in range(1, depth + 1):
+        next_frontier = []
+        for column, value in frontier:
+            holders = sorted(rows_holding(column, value), key=lambda d: (rank.get(d, len(rank)), d))
+            for dialogue_id in holders[:rows_per_value]:
+                if dialogue_id in seen_rows:
+                    continue
+                seen_rows.add(dialogue_id)
+                for other, information in rows.get(dialogue_id, {}).items():
+                    if other == column:
+                        continue
+                    out.append(Triple(value, other, information, dialogue_id, step))
+                    if len(out) >= max_triples:
+                        return out
+                    if other in entity_columns and (other, information) not in seen_values:
+                        seen_values.add((other, information))
+                        next_frontier.append((other, information))
+        frontier = next_frontier
+        if not frontier:
+            break
+    return out
+
+
+def walk_nodes(nodes: list[dict[str, Any]], edges: list[tuple[str, str, str]], similarity: dict[str, float],
+               *, m: int = 2, radius: int = 1) -> list[NodeEvidence]:
+    """One conversation's anchors (top-m by similarity) and the nodes within `radius` edges of them."""
+    if not nodes:
+        return []
+    ordered = sorted(nodes, key=lambda n: (-similarity.get(n["node_id"], -1.0), n["turn_start"], n["node_id"]))
+    anchors = {n["node_id"] for n in ordered[:m]}
+    neighbours: dict[str, set[str]] = {}
+    for source, target, _ in edges:
+        neighbours.setdefault(source, set()).add(target)
+        neighbours.setdefault(target, set()).add(source)
+    reached = set(anchors)
+    frontier = set(anchors)
+    for _ in range(radius):
+        frontier = {b for a in frontier for b in neighbours.get(a, ())} - reached
+        reached |= frontier
+    kept = [n for n in nodes if n["node_id"] in reached]
+    kept.sort(key=lambda n: (n["turn_start"], n["node_id"]))
+    return [NodeEvidence(n["dialogue_id"], n["node_id"], n["issue"], n["answer"], n["turn_start"], n["turn_end"],
+                         float(similarity.get(n["node_id"], 0.0)), n["node_id"] in anchors) for n in kept]
+
+
+def top_cells(hits, query_vector: np.ndarray, embedder, mentioned: set[tuple[str, str]], *, rows: int = 3,
+              n: int = 3) -> list[CellEvidence]:
+    candidates = [(rank, h.dialogue_id, column, value) for rank, h in enumerate(hits[:rows], start=1)
+                  for column, value in h.row.items()]
+    if not candidates:
+        return []
+    vectors = embedder.encode([f"{c}: {v}" for _, _, c, v in candidates])
+    sims = vectors @ query_vector
+    scored = []
+    for (rank, dialogue_id, column, value), sim in zip(candidates, sims.tolist()):
+        weight = 0.5 if (column, value) in mentioned else 1.0
+        scored.append(CellEvidence(dialogue_id, column, value, round(weight * sim / rank, 6)))
+    scored.sort(key=lambda c: (-c.score, c.dialogue_id, c.column))
+    return scored[:n]
+
+
+# ---- extractive answer ---------------------------------------------------------------------------
+
+
+def extractive_answer(evidence: Evidence, notes: list[str]) -> Answer:
+    if not evidence.rows:
+        return Answer("No similar conversation was found.", [], False, "extractive", evidence, notes)
+    ids = [r["dialogue_id"] for r in evidence.rows[:3]]
+    parts = [f"Similar conversations: {', '.join(ids)}."]
+    citations = list(ids)
+    best = sorted((n for n in evidence.nodes if n.anchor and n.answer.strip()),
+                  key=lambda n: (-n.similarity, n.dialogue_id, n.node_id))
+    used = set()
+    for node in best:
+        text = " ".join(node.answer.split())
+        if text.lower() in used:
+            continue
+        label = "Also suggested" if used else "What helped"
+        used.add(text.lower())
+        parts.append(f"{label}: {_clip(text)} [{node.cite}]")
+        citations.append(node.cite)
+        if len(used) >= 2:
+            break
+    for cell in evidence.cells:
+        parts.append(f"{cell.column}: {_clip(cell.value, 160)} [{cell.cite}]")
+        citations.append(cell.cite)
+    supported = bool(used or evidence.cells)
+    return Answer("\n".join(parts), list(dict.fromkeys(citations)), supported, "extractive", evidence, notes)
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# ---- LLM answers -----------------------------------------------------------------------------------
+
+
+class GroundedAnswer(BaseModel):
+    answer: str = Field(description="The answer, written only from the evidence; say plainly when the "
+                                    "evidence does not answer the question.")
+    supported: bool = Field(description="True only if the evidence answers the question.")
+    citations: list[str] = Field(default_factory=list,
+                                 description="Ids in square brackets from the evidence that support the answer.")
+
+
+ANSWER_SYSTEM = (
+    "You answer a support engineer's question using ONLY the evidence provided: retrieved past support "
+    "conversations as table rows, dialogue-graph nodes (a user issue and the helper's answer), table "
+    "triples and cells, each with an id in square brackets. The question may be a conversation: read the "
+    "whole of it, the last turn is what is asked now. Do not use outside knowledge. If the evidence does "
+    "not answer the question, say so and set supported to false. Cite the ids you used (without brackets)."
+)
+
+
+def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answer:
+    data = f"QUESTION:\n{question}\n\nEVIDENCE:\n{evidence.as_prompt()}"
+    result = llm.complete(system=ANSWER_SYSTEM, user_data=data, response_model=GroundedAnswer,
+                          task="grounded_answer", data_tag="evidence")
+    known = evidence.ids()
+    cited = [c.strip().strip("[]") for c in result.citations]
+    valid = [c for c in dict.fromkeys(cited) if c in known]
+    dropped = [c for c in cited if c not in known]
+    if dropped:
+        notes = notes + [f"dropped citations not in the evidence: {', '.join(dropped[:5])}"]
+    supported = bool(result.supported and valid)
+    return Answer(result.answer.strip(), valid, supported, f"llm/{llm.settings.model}", evidence, notes)
+
+
+class SqlPlan(BaseModel):
+    sql: str = Field(description="One read-only DuckDB SELECT statement over the tables described.")
+    columns: list[str] = Field(default_factory=list, description="The table columns the question needs.")
+
+
+class SqlAnswer(BaseModel):
+    answer: str = Field(description="The answer, derived only from the result rows.")
+    supported: bool = Field(description="True only if the result rows answer the question.")
+
+
+SQL_SYSTEM = (
+    "You translate a question about support conversations into ONE read-only DuckDB SELECT statement over "
+    "the schema given in the data. Use only the tables and columns listed; string comparisons should be "
+    "case-insensitive (ILIKE) unless exact values are given. Return the SQL and the columns it needs."
+)
+SQL_ANSWER_SYSTEM = (
+    "You answer a question from the result rows of a SQL query only. Do not use outside knowledge. If the "
+    "rows do not answer the question (empty, or about something else), say so and set supported to false."
+)
+
+
+@dataclass
+class SqlQuestionAnswer:
+    question: str
+    sql: str
+    columns: list[str]
+    rows: list[dict[str, Any]]
+    answer: str
+    supported: bool
+    generated_by: str
+    truncated: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def plan_sql(llm, question: str, schema: str, error: str | None = None) -> SqlPlan:
+    data = f"SCHEMA:\n{schema}\n\nQUESTION:\n{question}"
+    if error:
+        data += f"\n\nYOUR PREVIOUS SQL FAILED WITH:\n{error}\nWrite a corrected statement."
+    return llm.complete(system=SQL_SYSTEM, user_data=data, response_model=SqlPlan, task="ask_sql_plan",
+                        data_tag="question")
+
+
+def answer_from_rows(llm, question: str, sql: str, rows: list[dict[str, Any]]) -> SqlAnswer:
+    shown = json.dumps(rows[:200], default=str, ensure_ascii=False)
+    data = f"QUESTION:\n{question}\n\nSQL:\n{sql}\n\nRESULT ROWS ({len(rows)}):\n{shown}"
+    return llm.complete(system=SQL_ANSWER_SYSTEM, user_data=data, response_model=SqlAnswer,
+                        task="ask_sql_answer", data_tag="result")
