@@ -39,6 +39,40 @@ def env_bool(name: str, default: bool) -> bool:
     raise ValueError(f"{name} must be a boolean (true/false), got {raw!r}")
 
 
+def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return value
+
+
+GOVERNANCE_MODES = ("governed", "fixed")
+
+
+@dataclass(frozen=True)
+class StructuringSwitches:
+    """Ablation switches of the structuring stage (both default to the full pipeline).
+
+    - governance: "governed" evolves M* from the conversations' candidate columns; "fixed" installs a
+      hand-written, domain-neutral support schema instead (SARAG_GOVERNANCE=governed|fixed).
+    - gates: True runs the semantic and structural gates; False keeps every extracted value and records
+      the gates as skipped (SARAG_GATES=on|off).
+    """
+
+    governance: str = "governed"
+    gates: bool = True
+
+    @staticmethod
+    def from_env() -> "StructuringSwitches":
+        return StructuringSwitches(
+            governance=env_choice("SARAG_GOVERNANCE", GOVERNANCE_MODES, "governed"),
+            gates=env_bool("SARAG_GATES", True),
+        )
+
+
 @dataclass(frozen=True)
 class Home:
     """The directory tree of one sarag installation."""

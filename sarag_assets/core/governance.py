@@ -292,3 +292,29 @@ def _apply_one(m: GovernedMetadata, op: GovernanceOperation, cand: ScoredColumn 
             keep.mean_score = (_utility(keep) + _utility(drop)) / max(keep.support + drop.support, 1)
             keep.support += drop.support
             m.columns.remove(drop)
+
+
+# --- the fixed schema (ablation `sarag_no_governance`, SARAG_GOVERNANCE=fixed) -------------------------
+#
+# What a support team would write down before looking at any conversation: the generic facts of a support
+# case, named plainly, typed, no constraints beyond the type (nobody has seen the values yet). It is not
+# derived from the corpus or from the generator; it stands in for "no governance" so that the evaluation
+# can say what evolving M* from the conversations is worth.
+FIXED_SCHEMA: tuple[tuple[str, str, str], ...] = (
+    ("product", "string", "the product, device or service the customer needs help with"),
+    ("version", "string", "the version of the software, firmware or app the customer is running"),
+    ("error_code", "string", "the error code or status code the customer reports"),
+    ("problem", "string", "the customer's problem, in their words"),
+    ("resolution", "string", "what the support agent advised or did to solve the problem"),
+    ("resolved", "boolean", "whether the problem was solved by the end of the conversation"),
+)
+FIXED_BACKEND = "fixed-schema"
+
+
+def fixed_columns() -> list[MetadataColumn]:
+    return [MetadataColumn(name=name, type=type_, meaning=meaning) for name, type_, meaning in FIXED_SCHEMA]
+
+
+def is_fixed(metadata: GovernedMetadata) -> bool:
+    """Whether `metadata` is the fixed schema (same column definitions), not an evolved M*."""
+    return bool(metadata.columns) and fingerprint(metadata) == fingerprint(GovernedMetadata(columns=fixed_columns()))

@@ -187,6 +187,79 @@ def evolve_metadata(
     return Evolution(metadata, operations, versions, failures, processed)
 
 
+def install_fixed_metadata(current: GovernedMetadata, *, latest_version: int, next_seq: int = 0) -> Evolution:
+    """The `sarag_no_governance` ablation: M* becomes the fixed schema (governance.FIXED_SCHEMA).
+
+    Candidates are neither read nor consumed (a later switch back to governed governs them). The fixed
+    schema is still versioned: installing it over another M* is a new version (after `latest_version`,
+    the newest version ever recorded), logged as DELETEs of the columns it drops and ADDs of its own.
+    Installing it again over itself changes nothing.
+    """
+    fixed = GovernedMetadata(
+        version=current.version, capacity=current.capacity, min_support=current.min_support,
+        columns=governance.fixed_columns(), pending=[],
+    )
+    if governance.is_fixed(current):
+        return Evolution(current.model_copy(update={"pending": []}), [], [], [], 0)
+    fixed.version = max(latest_version, current.version) + 1
+    for column in fixed.columns:
+        column.added_in_version = fixed.version
+    now = datetime.now(timezone.utc)
+    fixed_names = {c.name for c in fixed.columns}
+    operations = []
+    reason = "fixed schema installed (SARAG_GOVERNANCE=fixed): M* is not evolved from the conversations"
+    changes = [("DELETE", c.name) for c in current.columns] + [("ADD", c.name) for c in fixed.columns]
+    for seq, (operation, name) in enumerate(changes, start=next_seq + 1):
+        operations.append({
+            "seq": seq, "version": fixed.version, "dialogue_id": None, "operation": operation, "columns": name,
+            "candidate": None, "relevance": None, "answerability": None, "overall": None,
+            "reason": reason if operation == "ADD" or name not in fixed_names else reason + " (redefined)",
+            "rejected_reason": None, "backend": governance.FIXED_BACKEND, "applied_at": now,
+        })
+    return Evolution(fixed, operations, [fixed], [], 0)
+
+
+def resume_governed(last_governed: GovernedMetadata | None, *, latest_version: int,
+                    capacity: int, min_support: int) -> GovernedMetadata:
+    """Where governance picks up after the fixed schema was installed: the last evolved M* (or an empty
+    one), renumbered after the newest recorded version so that versions only grow."""
+    base = last_governed if last_governed is not None else GovernedMetadata()
+    return base.model_copy(update={"version": latest_version, "capacity": capacity, "min_support": min_support},
+                           deep=True)
+
+
+def govern(
+    latest: GovernedMetadata,
+    unseen: pl.DataFrame,
+    backend: StructuringBackend,
+    *,
+    governance_mode: str = "governed",
+    latest_version: int | None = None,
+    last_governed: GovernedMetadata | None = None,
+    next_seq: int = 0,
+) -> Evolution:
+    """One governed_metadata step in either mode.
+
+    `latest` is the current M* (the newest saved state), `latest_version` the newest version recorded
+    (defaults to latest.version), `last_governed` the newest saved state that is not the fixed schema
+    (needed only when switching back from fixed to governed).
+    """
+    latest_version = latest.version if latest_version is None else latest_version
+    if governance_mode == "fixed":
+        return install_fixed_metadata(latest, latest_version=latest_version, next_seq=next_seq)
+    if governance_mode != "governed":
+        raise ValueError(f"unknown governance mode {governance_mode!r}")
+    if not governance.is_fixed(latest):
+        return evolve_metadata(latest, unseen, backend, next_seq=next_seq)
+    start = resume_governed(last_governed, latest_version=latest_version, capacity=latest.capacity,
+                            min_support=latest.min_support)
+    evolution = evolve_metadata(start, unseen, backend, next_seq=next_seq)
+    if not evolution.versions:  # the resumed M* is itself a new version after the fixed one
+        evolution.metadata = evolution.metadata.model_copy(update={"version": latest_version + 1})
+        evolution.versions = [evolution.metadata]
+    return evolution
+
+
 def _resolve(metadata: GovernedMetadata, name: str) -> str:
     for column in metadata.columns:
         if name == column.name or name in column.aliases:
@@ -211,12 +284,19 @@ def validated_row_records(
     metadata: GovernedMetadata,
     existing: pl.DataFrame,
     backend: StructuringBackend,
+    *,
+    gates: bool = True,
 ) -> StageResult:
     """Rows of every conversation against the current M*, extracting only what is not stored yet.
 
     `existing` holds this batch's stored rows. For a conversation already extracted under an older
     version, values of columns that were renamed or merged carry over; only columns it has never
     been asked for are extracted. Every value goes through both gates again (they are cheap).
+
+    With `gates=False` (the `sarag_no_gates` ablation) every extracted value is kept as extracted, the
+    backend's judge is not asked, and both gate results are recorded as skipped (passed = null, reason
+    GATES_SKIPPED). Rows stored while the gates were off are extracted again once they are back on, so
+    that the judge sees every value.
     """
     records, failures = [], []
     extracted_cells = carried_cells = 0
@@ -226,6 +306,8 @@ def validated_row_records(
             stored[(dialogue_id, content_hash)] = {r["column_name"]: r for r in group.iter_rows(named=True)}
     for conversation, content_hash in conversations:
         old = stored.get((conversation.dialogue_id, content_hash), {})
+        if gates and any(r["semantic_reason"] == GATES_SKIPPED for r in old.values()):
+            old = {}  # extracted without the judge: extract and judge again
         carried = carry_over_map(metadata, set(old))
         needed = [c for c in metadata.columns if c.name not in carried]
         values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)
@@ -233,7 +315,7 @@ def validated_row_records(
             subset = metadata.model_copy(update={"columns": needed, "pending": []})
             try:
                 row: ExtractedRow = backend.extract_row(conversation, subset)
-                judged = _judge(backend, conversation, subset, row)
+                judged = _judge(backend, conversation, subset, row) if gates else {}
             except Exception as exc:
                 failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", failure_reason(exc)))
                 records.extend(old.values())  # keep what was stored (under its older version) rather than lose it
@@ -254,7 +336,7 @@ def validated_row_records(
         for column in metadata.columns:
             raw_value, evidence, made_by = values[column.name]
             records.append(_gate(batch_key, conversation, content_hash, column, raw_value, evidence, made_by,
-                                 judged.get(column.name), metadata.version))
+                                 judged.get(column.name), metadata.version, gates=gates))
     frame = conform("validated_rows", pl.DataFrame(records, infer_schema_length=None)) if records else empty_frame(
         "validated_rows")
     return StageResult(frame, failures, {"extracted_cells": extracted_cells, "carried_cells": carried_cells})
@@ -268,8 +350,11 @@ def _judge(backend, conversation, metadata, row) -> dict[str, tuple[bool, str]]:
     return {j.column: (j.supported, j.reason) for j in judgement.judgements}
 
 
+GATES_SKIPPED = "skipped: gates off (SARAG_GATES=off)"
+
+
 def _gate(batch_key, conversation, content_hash, column: MetadataColumn, raw_value, evidence, made_by, judged,
-          version) -> dict:
+          version, *, gates: bool = True) -> dict:
     record = {
         "batch_key": batch_key,
         "dialogue_id": conversation.dialogue_id,
@@ -286,6 +371,10 @@ def _gate(batch_key, conversation, content_hash, column: MetadataColumn, raw_val
         "backend": made_by,
     }
     if raw_value is None or str(raw_value).strip() == "":
+        return record
+    if not gates:
+        record["semantic_reason"] = record["structural_reason"] = GATES_SKIPPED
+        record["value"] = str(raw_value).strip()
         return record
     ok, reason = semantic_gate(str(raw_value), column, conversation, evidence)
     if ok and judged is not None and not judged[0]:
@@ -307,3 +396,26 @@ def metadata_version_row(metadata: GovernedMetadata, backend: str) -> dict:
         "backend": backend,
         "created_at": datetime.now(timezone.utc),
     }
+
+
+def validated_row_outcomes(stored: pl.DataFrame, n_failed: int, *, gates: bool = True) -> list:
+    """The validated_rows check outcomes (core.quality.validated_row_rules); with the gates off the
+    gate checks report that the gates are off instead of blocking on values nobody gated."""
+    from sarag_assets.core.quality import RuleOutcome, validated_row_rules
+
+    outcomes = validated_row_rules(stored, n_failed)
+    if gates:
+        return outcomes
+    kept = stored.filter(pl.col("value").is_not_null())
+    ungated = kept.filter(pl.col("semantic_reason") == GATES_SKIPPED).height
+    extracted = stored.filter(pl.col("raw_value").is_not_null() & (pl.col("raw_value").str.strip_chars() != "")).height
+    replaced = {
+        "values_pass_both_gates": RuleOutcome(
+            "values_pass_both_gates", True,
+            "gates are off (SARAG_GATES=off): values were kept without the semantic and structural gates",
+            {"gates": "off", "non_null_values": kept.height, "ungated_values": ungated}),
+        "gate_rates": RuleOutcome(
+            "gate_rates", True, "gates are off (SARAG_GATES=off): no value was gated",
+            {"gates": "off", "extracted_values": extracted, "ungated_values": ungated}),
+    }
+    return [replaced.get(o.name, o) for o in outcomes]

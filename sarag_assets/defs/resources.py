@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from sarag_assets.settings import Home, IngestSettings, env_int
+from sarag_assets.settings import GOVERNANCE_MODES, Home, IngestSettings, StructuringSwitches, env_int
 
 # Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
 DUCKDB_POOL = "duckdb_writer"
@@ -39,10 +39,14 @@ class Structuring(dg.ConfigurableResource):
 
     LLM calls are cached in the warehouse (table llm_call_cache). Capacity and minimum support of
     the governed metadata default to SARAG_METADATA_CAPACITY (20) and SARAG_MIN_COLUMN_SUPPORT (2).
+    The ablation switches `governance` ("governed" or "fixed") and `gates` ("on" or "off") default to
+    SARAG_GOVERNANCE and SARAG_GATES (governed, on).
     """
 
     capacity: int = 0
     min_support: int = 0
+    governance: str = ""
+    gates: str = ""
 
     def backend(self, home: Home, stats):
         from sarag_assets.llm.backends import backend_from_env
@@ -55,6 +59,18 @@ class Structuring(dg.ConfigurableResource):
 
     def column_min_support(self) -> int:
         return self.min_support or env_int("SARAG_MIN_COLUMN_SUPPORT", 2)
+
+    def switches(self) -> StructuringSwitches:
+        env = StructuringSwitches.from_env()
+        governance = self.governance.strip().lower() or env.governance
+        if governance not in GOVERNANCE_MODES:
+            raise ValueError(f"governance must be one of {', '.join(GOVERNANCE_MODES)}, got {self.governance!r}")
+        gates = env.gates
+        if self.gates.strip():
+            if self.gates.strip().lower() not in ("on", "off"):
+                raise ValueError(f"gates must be on or off, got {self.gates!r}")
+            gates = self.gates.strip().lower() == "on"
+        return StructuringSwitches(governance=governance, gates=gates)
 
 
 class EmbedderResource(dg.ConfigurableResource):

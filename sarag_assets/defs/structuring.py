@@ -6,13 +6,14 @@ import dagster as dg
 import polars as pl
 
 from sarag_assets.core import governance, warehouse
-from sarag_assets.core.quality import metadata_rules, validated_row_rules
+from sarag_assets.core.quality import metadata_rules
 from sarag_assets.core.structuring import (
     Failure,
     candidate_schema_rows,
     conversations_from_raw,
-    evolve_metadata,
+    govern,
     metadata_version_row,
+    validated_row_outcomes,
     validated_row_records,
 )
 from sarag_assets.defs.conditions import GOVERN_ON_NEW_CANDIDATES, ON_DEPENDENCY_CHANGE
@@ -20,8 +21,10 @@ from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome, Structuring
 from sarag_assets.llm.client import CallStats
 from sarag_assets.llm.interface import GovernedMetadata
+from sarag_assets.settings import StructuringSwitches
 
 METADATA_FINGERPRINT = "metadata_fingerprint"
+GATES = "gates"
 
 
 def failure_frame(batch_key: str, failures: list[Failure], backend: str) -> pl.DataFrame:
@@ -38,6 +41,17 @@ def load_metadata(con, capacity: int, min_support: int) -> GovernedMetadata:
     row = con.execute("SELECT state_json FROM governance_state ORDER BY saved_at DESC, version DESC LIMIT 1").fetchone()
     metadata = GovernedMetadata.model_validate_json(row[0]) if row else GovernedMetadata()
     return metadata.model_copy(update={"capacity": capacity, "min_support": min_support})
+
+
+def load_last_governed(con) -> GovernedMetadata | None:
+    """The newest saved M* that is not the fixed schema (where governance resumes after SARAG_GOVERNANCE=fixed)."""
+    cursor = con.execute("SELECT state_json FROM governance_state ORDER BY saved_at DESC, version DESC")
+    while rows := cursor.fetchmany(50):
+        for (state_json,) in rows:
+            metadata = GovernedMetadata.model_validate_json(state_json)
+            if not governance.is_fixed(metadata):
+                return metadata
+    return None
 
 
 @dg.asset(
@@ -79,7 +93,8 @@ def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     kinds={"duckdb"},
     pool=DUCKDB_POOL,
     description="The governed metadata M*: columns evolved by KEEP/EXPAND/ADD/MERGE/DELETE from every "
-    "conversation's candidates, versioned (metadata_versions, metadata_operations).",
+    "conversation's candidates, versioned (metadata_versions, metadata_operations); with SARAG_GOVERNANCE=fixed "
+    "the fixed support schema instead.",
     check_specs=[
         dg.AssetCheckSpec("within_capacity", asset="governed_metadata", blocking=True),
         dg.AssetCheckSpec("names_snake_case_unique", asset="governed_metadata", blocking=True),
@@ -90,10 +105,15 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     home = sarag_home.home()
     stats = CallStats()
     backend = structuring.backend(home, stats)
+    mode = structuring.switches().governance
     with warehouse.connect(home.warehouse) as con:
         before = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        latest_version = max(before.version, con.execute(
+            "SELECT coalesce(max(version), 0) FROM metadata_versions").fetchone()[0])
+        last_governed = load_last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
         # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
-        unseen = con.execute("""
+        # The fixed schema reads no candidates (they stay unseen for a later switch back to governed).
+        unseen = warehouse.empty_frame("candidate_schemas") if mode == "fixed" else con.execute("""
             SELECT c.* FROM candidate_schemas c
             JOIN current_dialogue_versions v USING (dialogue_id, batch_key)
             WHERE NOT EXISTS (SELECT 1 FROM governance_processed p
@@ -101,7 +121,9 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
             ORDER BY v.landed_at, c.batch_key, c.dialogue_id, c.overall DESC, c.column_name
         """).pl()
         next_seq = con.execute("SELECT coalesce(max(seq), 0) FROM metadata_operations").fetchone()[0]
-    evolution = evolve_metadata(before, unseen, backend, next_seq=next_seq)
+    evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,
+                       last_governed=last_governed, next_seq=next_seq)
+    made_by = governance.FIXED_BACKEND if mode == "fixed" else backend.name
     after = evolution.metadata
     failed = {f.dialogue_id for f in evolution.failures}
     processed = (
@@ -113,7 +135,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         con.execute("BEGIN TRANSACTION")
         if evolution.versions:
             warehouse.append_rows(con, "metadata_versions",
-                                  pl.DataFrame([metadata_version_row(v, backend.name) for v in evolution.versions]))
+                                  pl.DataFrame([metadata_version_row(v, made_by) for v in evolution.versions]))
         warehouse.append_rows(con, "metadata_operations", pl.DataFrame(
             evolution.operations, schema=warehouse.polars_schema("metadata_operations")))
         warehouse.append_rows(con, "governance_processed", processed)
@@ -131,6 +153,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         data_version=dg.DataVersion(fingerprint),
         metadata={
             "version": after.version,
+            "governance": mode,
             METADATA_FINGERPRINT: fingerprint,
             "columns": len(after.columns),
             "capacity": after.capacity,
@@ -157,7 +180,8 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     kinds={"duckdb"},
     pool=DUCKDB_POOL,
     description="Every conversation's row against the current M*, each value through the semantic and the "
-    "structural gate (stored long; the view conversation_table is the wide form).",
+    "structural gate (stored long; the view conversation_table is the wide form); with SARAG_GATES=off every "
+    "extracted value is kept and the gates are recorded as skipped.",
     metadata={"table": "validated_rows", "partition_expr": "batch_key"},
     check_specs=[
         dg.AssetCheckSpec("values_pass_both_gates", asset="validated_rows", blocking=True),
@@ -171,11 +195,12 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     stats = CallStats()
     backend = structuring.backend(home, stats)
     key = context.partition_key
+    gates = structuring.switches().gates
     with warehouse.connect(home.warehouse) as con:
         metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         raw = warehouse.read_batch(con, "raw_dialogues", key)
         existing = warehouse.read_batch(con, "validated_rows", key)
-    result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend)
+    result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend, gates=gates)
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_batch(con, "validated_rows", key, result.frame)
         warehouse.replace_failures(con, key, "extract_row", failure_frame(key, result.failures, backend.name))
@@ -187,6 +212,7 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         "backend": backend.name,
         "metadata_version": metadata.version,
         METADATA_FINGERPRINT: governance.fingerprint(metadata),
+        GATES: "on" if gates else "off",
         "conversations": stored["dialogue_id"].n_unique() if stored.height else 0,
         "extracted_cells": result.stats["extracted_cells"],
         "carried_over_cells": result.stats["carried_cells"],
@@ -195,7 +221,8 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         "dagster/row_count": stored.height,
         **stats.as_metadata(),
     })
-    for outcome in validated_row_rules(stored.filter(pl.col("metadata_version") == metadata.version), n_failed):
+    current = stored.filter(pl.col("metadata_version") == metadata.version)
+    for outcome in validated_row_outcomes(current, n_failed, gates=gates):
         yield dg.AssetCheckResult(
             check_name=outcome.name, passed=outcome.passed, description=outcome.description, metadata=outcome.metadata,
             severity=dg.AssetCheckSeverity.WARN if outcome.name in ("sparse_columns", "structuring_failures")
@@ -203,8 +230,13 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         )
 
 
-def stale_row_partitions(instance: dg.DagsterInstance, partition_keys: list[str]) -> list[str]:
-    """Batches whose validated_rows were built against another M* than the current one (or never)."""
+def stale_row_partitions(
+    instance: dg.DagsterInstance, partition_keys: list[str], *, gates: bool | None = None
+) -> list[str]:
+    """Batches whose validated_rows were built against another M* than the current one (or never), or
+    with the gates in another state than now (`gates`, default SARAG_GATES)."""
+    gates_now = ("on" if StructuringSwitches.from_env().gates else "off") if gates is None else (
+        "on" if gates else "off")
     latest = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata"))
     if latest is None:
         return []
@@ -215,6 +247,8 @@ def stale_row_partitions(instance: dg.DagsterInstance, partition_keys: list[str]
             dg.AssetRecordsFilter(asset_key=dg.AssetKey("validated_rows"), asset_partitions=[key]), limit=1
         ).records
         built_against = records[0].asset_materialization.metadata.get(METADATA_FINGERPRINT) if records else None
-        if built_against is None or built_against.value != current:
+        built_gates = records[0].asset_materialization.metadata.get(GATES) if records else None
+        if built_against is None or built_against.value != current or (
+                built_gates.value if built_gates is not None else "on") != gates_now:
             stale.append(key)
     return stale
