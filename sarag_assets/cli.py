@@ -288,6 +288,12 @@ def _one_line(text: str, limit: int = 100) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def cmd_bench_pipeline(args) -> int:
+    from sarag_assets.bench.pipeline_throughput import run
+
+    return run(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -314,6 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_quality)
+
+    p = sub.add_parser("bench-pipeline", help="conversations per second of every asset on a generated corpus")
+    p.add_argument("--n", type=int, default=10_000, help="conversations to generate")
+    p.add_argument("--seed", type=int, default=11)
+    p.add_argument("--home", help="a fresh (missing or empty) directory for the run; default: a new temp dir")
+    p.add_argument("--batch-size", type=int, default=2500, help="SARAG_BATCH_SIZE: conversations per partition")
+    p.set_defaults(func=cmd_bench_pipeline)
 
     p = with_home(sub.add_parser("demo", help="generate a sample, land it with the real fixtures, materialize"))
     p.add_argument("--n", type=int, default=300)
