@@ -283,6 +283,36 @@ def cmd_sql(args) -> int:
     return 0
 
 
+def cmd_eval(args) -> int:
+    from sarag_assets.evaluation.queries import EvalFileError
+    from sarag_assets.evaluation.report import render_bar_chart, render_markdown, render_table
+    from sarag_assets.evaluation.run import EvalError, evaluate
+
+    for name in (args.corpus, args.queries):
+        if not Path(name).is_file():
+            raise CliError(f"{name}: no such file")
+    if args.home:
+        root = Path(args.home)
+    else:
+        import tempfile
+
+        root = Path(tempfile.mkdtemp(prefix="sarag-eval-"))
+    try:
+        run = evaluate(args.corpus, args.queries, root, k=args.k, systems=args.systems,
+                       log=lambda line: print(f"[eval] {line}", file=sys.stderr, flush=True))
+    except (EvalError, EvalFileError) as exc:
+        raise CliError(str(exc)) from None
+    print(render_table(run.report))
+    reports = root / "reports"
+    reports.mkdir(parents=True, exist_ok=True)
+    (reports / "eval.md").write_text(render_markdown(run.report, title=f"sarag eval: {Path(args.corpus).name}"))
+    render_bar_chart(run.report, reports / "eval_r3.png")
+    if args.json:
+        run.report.write_json(args.json)
+    print(f"home: {root} (reports: {reports})", file=sys.stderr)
+    return 0
+
+
 def _one_line(text: str, limit: int = 100) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -349,6 +379,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_sql)
+
+    p = sub.add_parser("eval", help="ingest a corpus through the asset graph and score every system on queries")
+    p.add_argument("--corpus", required=True, help="generic JSONL conversations")
+    p.add_argument("--queries", required=True, help="JSONL queries with gold dialogue ids (and nuggets)")
+    p.add_argument("--home", help="the home to ingest into (default: a fresh temporary directory)")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--systems", help="comma-separated subset of the systems (default: all)")
+    p.add_argument("--json", metavar="OUT.json", help="also write the report as JSON")
+    p.set_defaults(func=cmd_eval)
     return parser
 
 

@@ -1,0 +1,187 @@
+"""`sarag eval`: ingest a corpus through the real asset graph, run every query through every system.
+
+Systems (the names are a contract; other tools read them):
+
+- ``text_freq``, ``bm25``, ``dense``: baselines over the raw text of each current conversation, as the
+  pipeline stored it (redacted turns joined), with the whole query conversation as the query text;
+- ``sdr``: the query module with only the issue and solution pseudo-document channels;
+- ``table``: only the table-row channels (dense, full text, and the matches on mentioned values);
+- ``trag``: only the cluster route (best cluster per view, then personalized PageRank);
+- ``sarag``: the full fused system;
+- ``sarag_no_governance`` / ``sarag_no_gates``: the full system over a second / third home built by the
+  same pipeline from the same corpus with ``SARAG_GOVERNANCE=fixed`` (a fixed hand-written schema
+  instead of the governed metadata) / ``SARAG_GATES=off`` (no semantic or structural gate).
+
+Nugget coverage@3 (for queries with nuggets) is computed on the same evidence for every system: the raw
+text of its top 3 conversations (`metrics.NuggetMatcher`). Timings: ``ingest_s`` is the main home's
+ingestion (landing + every asset), query latencies are the full system's.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Sequence
+
+BASELINES = ("text_freq", "bm25", "dense")
+QUERY_SYSTEMS = ("sdr", "table", "trag", "sarag")
+ABLATIONS = {"sarag_no_governance": {"SARAG_GOVERNANCE": "fixed"}, "sarag_no_gates": {"SARAG_GATES": "off"}}
+SYSTEMS = BASELINES + QUERY_SYSTEMS + tuple(ABLATIONS)
+
+
+class EvalError(RuntimeError):
+    """The evaluation could not run (bad input, a failed pipeline run)."""
+
+
+def query_settings(system: str):
+    from sarag_assets.query.engine import SearchSettings
+
+    if system == "sdr":
+        return SearchSettings.only("issue", "solution")
+    if system == "table":
+        return SearchSettings.only("table_row", "full_text", "table_match")
+    if system == "trag":
+        return SearchSettings.only("cluster_route")
+    return SearchSettings()
+
+
+def parse_systems(value: str | Sequence[str] | None) -> list[str]:
+    if value is None:
+        return list(SYSTEMS)
+    names = [s.strip() for s in (value.split(",") if isinstance(value, str) else value) if s.strip()]
+    unknown = [n for n in names if n not in SYSTEMS]
+    if unknown or not names:
+        raise EvalError(f"unknown systems {unknown or names}; known: {', '.join(SYSTEMS)}")
+    return list(dict.fromkeys(names))
+
+
+@contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _instance(root: Path):
+    import dagster as dg
+
+    dagster_home = root / "dagster_home"
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    if not (dagster_home / "dagster.yaml").exists() and Path("dagster.yaml").exists():
+        shutil.copyfile("dagster.yaml", dagster_home / "dagster.yaml")
+    if (dagster_home / "dagster.yaml").exists():
+        return dg.DagsterInstance.from_config(str(dagster_home))
+    return dg.DagsterInstance.local_temp(tempdir=str(dagster_home))
+
+
+def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None) -> float:
+    """Land the corpus in the home's inbox and materialize every asset through the real definitions;
+    returns the seconds it took. A home that already holds the corpus does only what is outdated."""
+    from sarag_assets.core.landing import copy_into_inbox
+    from sarag_assets.settings import Home
+
+    started = time.perf_counter()
+    with _environment({"SARAG_HOME": str(root), **(env or {})}):
+        home = Home(root).ensure()
+        copy_into_inbox(home, corpus)
+        from sarag_assets.definitions import defs
+        from sarag_assets.defs.runner import land_and_process
+
+        with _instance(root) as instance:
+            run = land_and_process(defs, instance)
+    if run.failed:
+        raise EvalError(f"the pipeline failed for {', '.join(run.failed)} in {root} (see the Dagster runs there)")
+    return time.perf_counter() - started
+
+
+def raw_texts(warehouse: Path) -> dict[str, str]:
+    """Each current conversation's stored (redacted) text, turns joined in order."""
+    from sarag_assets.core import warehouse as wh
+
+    with wh.connect(warehouse, read_only=True) as con:
+        rows = con.execute(
+            "SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) FROM current_dialogues GROUP BY 1"
+        ).fetchall()
+    return dict(rows)
+
+
+@dataclass
+class EvalRun:
+    report: object  # report.EvalReport
+    home: Path
+    ablation_homes: dict[str, Path]
+
+
+def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | os.PathLike, *, k: int = 10,
+             systems: Sequence[str] | None = None, log: Callable[[str], None] = lambda _: None) -> EvalRun:
+    from sarag_assets.evaluation.baselines import fit_baselines
+    from sarag_assets.evaluation.metrics import NuggetMatcher, score_queries
+    from sarag_assets.evaluation.queries import check_gold, load_corpus, load_queries
+    from sarag_assets.evaluation.report import build_report
+
+    corpus, queries_path, root = Path(corpus), Path(queries), Path(home).resolve()
+    names = parse_systems(systems)
+    if k < 10:
+        raise EvalError("k must be at least 10 (the report includes R@10 and nDCG@10)")
+    dialogues = load_corpus(corpus)
+    eval_queries = load_queries(queries_path)
+    problems = check_gold(eval_queries, [d.dialogue_id for d in dialogues])
+    if problems:
+        raise EvalError(f"{queries_path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    log(f"ingesting {len(dialogues)} conversations into {root}")
+    ingest_s = ingest(root, corpus)
+    from sarag_assets.settings import Home
+
+    texts = raw_texts(Home(root).warehouse)
+    matcher = NuggetMatcher()
+    scores, latencies = {}, []
+    wanted_baselines = [n for n in names if n in BASELINES]
+    if wanted_baselines:
+        log(f"baselines: {', '.join(wanted_baselines)}")
+        fitted = fit_baselines(sorted(texts.items()), wanted_baselines)
+        for name in wanted_baselines:
+            ranked = {q.query_id: [d for d, _ in fitted[name].search(q.text, k)] for q in eval_queries}
+            scores[name] = score_queries(eval_queries, ranked, texts=texts, matcher=matcher)
+    homes = {}
+    for name in names:
+        if name in BASELINES:
+            continue
+        if name in ABLATIONS:
+            ablation_root = root / "ablations" / name
+            log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
+            ingest(ablation_root, corpus, ABLATIONS[name])
+            homes[name] = ablation_root
+            system_home, settings_name = ablation_root, "sarag"
+        else:
+            system_home, settings_name = root, name
+        ranked, system_latencies = _run_query_system(system_home, eval_queries, k, query_settings(settings_name))
+        if name == "sarag":
+            latencies = system_latencies
+        system_texts = texts if system_home == root else raw_texts(Home(system_home).warehouse)
+        scores[name] = score_queries(eval_queries, ranked, texts=system_texts, matcher=matcher)
+    report = build_report(len(texts), {n: scores[n] for n in names}, ingest_s=ingest_s, query_ms=latencies or None)
+    return EvalRun(report, root, homes)
+
+
+def _run_query_system(home: Path, queries, k: int, settings) -> tuple[dict[str, list[str]], list[float]]:
+    from sarag_assets.query.engine import Sarag
+
+    ranked, latencies = {}, []
+    with Sarag(home, settings=settings) as engine:
+        engine.search(queries[0].turns, k)  # warm: model load and cluster index, not a query's cost
+        for q in queries:
+            started = time.perf_counter()
+            ranked[q.query_id] = [h.dialogue_id for h in engine.search(q.turns, k)]
+            latencies.append((time.perf_counter() - started) * 1000.0)
+    return ranked, latencies
