@@ -8,6 +8,7 @@ from sarag_assets.defs.automation import (
     optimize_indices_schedule,
     stale_rows_backfill,
 )
+from sarag_assets.defs.evaluation import evaluation_job, preference_pairs, table_quality_report
 from sarag_assets.defs.indices import feature_clusters, lancedb_indices
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
@@ -26,9 +27,10 @@ from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, 
 defs = dg.Definitions(
     assets=[
         ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-        feature_clusters, lancedb_indices,
+        feature_clusters, lancedb_indices, table_quality_report, preference_pairs,
     ],
-    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, optimize_indices_job],
+    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, optimize_indices_job,
+          evaluation_job],
     sensors=[inbox_sensor, automation_sensor],
     schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
     resources={

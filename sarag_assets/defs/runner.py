@@ -88,6 +88,13 @@ def land_and_process(
         )
         if not run.success:
             outcome.failed.append("feature_clusters")
+    evaluation = ["table_quality_report", "preference_pairs"]
+    if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
+        run = defs.resolve_job_def("evaluation_job").execute_in_process(
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+        )
+        if not run.success:
+            outcome.failed.append("evaluation")
     return outcome
 
 
