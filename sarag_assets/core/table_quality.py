@@ -256,8 +256,14 @@ class VariantQuality:
             "structural_compliance": self.compliance["score"], "metadata_effectiveness": self.effectiveness,
             "query_coverage": self.query_coverage, "value_constraint_satisfaction": self.constraint_satisfaction,
             "semantic_correctness": self.semantic_correctness, "non_null_values": self.non_null_values,
-            "unverifiable_values": self.unverifiable_values,
+            "unverifiable_values": self.unverifiable_values, "truth_fields_covered": self.fields_covered,
+            "truth_fields": len(self.alignment.alignments),
         }
+
+    @property
+    def fields_covered(self) -> int:
+        """Truth fields some column aligns to (how many of the corpus's facts the table holds at all)."""
+        return len(self.alignment.covered_fields)
 
     def as_json(self) -> dict:
         return {**self.summary(), "notes": self.notes,
@@ -385,13 +391,14 @@ def _pct(x: float | None) -> str:
 
 def summary_markdown(results: list[BenchmarkQuality]) -> str:
     lines = ["| benchmark | variant | columns | structural compliance | metadata effectiveness | "
-             "value constraint satisfaction | semantic correctness | non-null values |",
-             "|---|---|---|---|---|---|---|---|"]
+             "value constraint satisfaction | semantic correctness | non-null values | truth fields covered |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for v in r.variants:
             lines.append(f"| {r.benchmark} | {v.name} | {len(v.metadata.columns)} | {_pct(v.compliance['score'])} | "
                          f"{_pct(v.effectiveness)} | {_pct(v.constraint_satisfaction)} | "
-                         f"{_pct(v.semantic_correctness)} | {v.non_null_values} |")
+                         f"{_pct(v.semantic_correctness)} | {v.non_null_values} | "
+                         f"{v.fields_covered} / {len(v.alignment.alignments)} |")
     return "\n".join(lines)
 
 
@@ -400,7 +407,8 @@ def report_markdown(results: list[BenchmarkQuality]) -> str:
            "Measures as defined in `sarag_assets/core/table_quality.py`: structural compliance = metadata rules "
            "passed / checked; metadata effectiveness = columns that help at least one generated query / columns; "
            "value constraint satisfaction = non-null values fitting type and constraints / non-null values; "
-           "semantic correctness = non-null values matching the aligned truth / verifiable values.", "",
+           "semantic correctness = non-null values matching the aligned truth / verifiable values; truth fields "
+           "covered = fields of the ground truth that some column aligns to.", "",
            summary_markdown(results)]
     for r in results:
         out += ["", f"## {r.benchmark}: {r.conversations} conversations, {r.queries} queries", ""]

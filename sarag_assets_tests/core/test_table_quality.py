@@ -106,6 +106,7 @@ def test_the_four_measures_follow_the_table(bench, embed):
     assert exact_q.semantic_correctness == 1.0
     assert exact_q.per_column[0]["truth_field"] == "product" and exact_q.per_column[0]["verifiable"] == len(right)
     assert exact_q.per_column[1]["truth_field"] is None  # a constant note matches no field
+    assert exact_q.fields_covered == 1 and exact_q.summary()["truth_fields_covered"] == 1
     assert exact_q.constraint_satisfaction == pytest.approx(len(right) / (len(right) + len(ids)))  # notes too long
     assert wrong_q.per_column[1]["constraint_satisfied"] == len(ids)
     product_queries = result.fields_used.get("product", {}).get("any", 0)
