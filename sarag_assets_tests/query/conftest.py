@@ -1,0 +1,57 @@
+"""One home built by the real pipeline from a generated corpus, shared by the query tests (read-only)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sarag_assets.core.landing import copy_into_inbox
+from sarag_assets.core.synthetic import write_corpus
+from sarag_assets.settings import Home
+
+N_CONVERSATIONS, SEED = 240, 5
+
+
+@pytest.fixture(scope="package")
+def built_home(tmp_path_factory) -> Home:
+    """`sarag demo`'s path: generated corpus -> inbox -> sensor -> every asset, on a temporary instance."""
+    from sarag_assets.defs.runner import land_and_process
+
+    root = tmp_path_factory.mktemp("query_home")
+    saved = {k: v for k, v in os.environ.items() if k.startswith("SARAG_")}
+    for name in saved:
+        del os.environ[name]
+    os.environ["SARAG_HOME"] = str(root)
+    try:
+        home = Home(root).ensure()
+        generated = root / "generated"
+        write_corpus(generated, n=N_CONVERSATIONS, seed=SEED)
+        copy_into_inbox(home, generated / "corpus.jsonl")
+        from sarag_assets.definitions import defs
+
+        with dg.instance_for_test() as instance:
+            run = land_and_process(defs, instance)
+        assert not run.failed, run
+        yield home
+    finally:
+        for name in [k for k in os.environ if k.startswith("SARAG_")]:
+            del os.environ[name]
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="package")
+def generated_queries(built_home) -> list[dict]:
+    path = Path(built_home.root) / "generated" / "queries.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="package")
+def engine(built_home):
+    from sarag_assets.query.engine import Sarag
+
+    with Sarag(built_home) as opened:
+        yield opened

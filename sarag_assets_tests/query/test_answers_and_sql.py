@@ -1,0 +1,202 @@
+"""Answers, SQL and the CLI over a home the real pipeline built; the LLM path through a real HTTP server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import duckdb
+import pytest
+
+from sarag_assets.llm.client import LLMSettings, StructuredLLM
+from sarag_assets.query.answers import GroundedAnswer, SqlAnswer, SqlPlan
+from sarag_assets.query.engine import LLMRequired, Sarag
+from sarag_assets.query.sql import SqlError, SqlRefused
+from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer
+
+
+def test_extractive_answer_cites_real_rows_nodes_and_cells(engine, built_home, generated_queries):
+    query = next(q for q in generated_queries if q["kind"] == "followup")
+    answer = engine.answer(query["turns"])
+    assert answer.generated_by == "extractive" and answer.supported
+    assert answer.citations and set(answer.citations) <= answer.evidence.ids()
+    con = duckdb.connect(str(built_home.warehouse), read_only=True)
+    try:
+        for cite in answer.citations:
+            if "#" in cite:
+                dialogue_id, node_id = cite.split("#")
+                assert con.execute("SELECT count(*) FROM graph_nodes WHERE dialogue_id = ? AND node_id = ?",
+                                   [dialogue_id, node_id]).fetchone()[0] == 1, cite
+            elif ":" in cite:
+                dialogue_id, column = cite.split(":")
+                assert engine.rows[dialogue_id][column] in answer.text or column in answer.text
+            else:
+                assert cite in engine.rows
+    finally:
+        con.close()
+    evidence = answer.evidence
+    assert len(evidence.cells) == 3
+    assert evidence.triples and all(t.information == engine.rows[t.dialogue_id][t.column] for t in evidence.triples)
+    anchors = [n for n in evidence.nodes if n.anchor]
+    assert anchors and {n.dialogue_id for n in anchors} <= {r["dialogue_id"] for r in evidence.rows}
+
+
+def test_graph_walk_follows_edges_from_the_anchors(engine, built_home):
+    con = duckdb.connect(str(built_home.warehouse), read_only=True)
+    dialogue_id, source, target = con.execute(
+        "SELECT dialogue_id, source, target FROM graph_edges ORDER BY dialogue_id LIMIT 1").fetchone()
+    con.close()
+    from sarag_assets.query.answers import walk_nodes
+
+    nodes = [{"dialogue_id": dialogue_id, "node_id": n, "issue": "i", "answer": "a", "turn_start": i, "turn_end": i}
+             for i, n in enumerate(sorted({source, target, "zz-unlinked"}))]
+    walked = walk_nodes(nodes, [(source, target, "refines")], {source: 0.9, target: 0.1, "zz-unlinked": 0.5},
+                        m=1, radius=1)
+    assert {n.node_id for n in walked} == {source, target}
+    assert [n.node_id for n in walked if n.anchor] == [source]
+    assert {n.node_id for n in walk_nodes(nodes, [(source, target, "refines")], {source: 0.9}, m=1, radius=0)} == {source}
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM raw_dialogues",
+    "INSERT INTO quarantine SELECT * FROM quarantine",
+    "CREATE TABLE x AS SELECT 1",
+    "ATTACH '/tmp/other.duckdb' AS other",
+    "COPY raw_dialogues TO '/tmp/out.csv'",
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT 1; DROP TABLE raw_dialogues",
+    "INSTALL httpfs",
+    "SET enable_external_access = true",
+    "PRAGMA enable_profiling",
+])
+def test_sql_refuses_writes_attachments_file_reads_and_multiple_statements(engine, built_home, statement):
+    before = duckdb.connect(str(built_home.warehouse), read_only=True)
+    counts = before.execute("SELECT (SELECT count(*) FROM raw_dialogues), (SELECT count(*) FROM quarantine)").fetchone()
+    before.close()
+    # Refused before running, or (a bare path, which DuckDB then reads as a table name) it fails without
+    # reading the file: no replacement scan, no external access.
+    with pytest.raises(SqlRefused if "passwd'" not in statement or "read_csv" in statement else SqlError):
+        engine.sql(statement)
+    after = duckdb.connect(str(built_home.warehouse), read_only=True)
+    assert after.execute("SELECT (SELECT count(*) FROM raw_dialogues), (SELECT count(*) FROM quarantine)").fetchone() == counts
+    after.close()
+
+
+def test_sql_reads_the_wide_table(engine):
+    result = engine.sql("SELECT product, count(*) AS n FROM conversation_table WHERE product IS NOT NULL "
+                        "GROUP BY product ORDER BY n DESC, product LIMIT 3")
+    assert result.columns == ["product", "n"] and len(result.rows) == 3
+    top = max(sum(r.get("product") == p for r in engine.rows.values()) for p in {r.get("product") for r in engine.rows.values()} - {None})
+    assert result.rows[0][1] == top
+
+
+def test_ask_sql_without_an_llm_says_it_needs_one(engine):
+    with pytest.raises(LLMRequired, match="needs an LLM"):
+        engine.ask_sql("how many conversations mention a refund?")
+
+
+def _llm(server, mode="tools") -> StructuredLLM:
+    return StructuredLLM(LLMSettings(base_url=server.base_url, model="test-model", mode=mode, max_retries=1,
+                                     backoff_base_s=0.01))
+
+
+def test_llm_answer_from_evidence_only_and_invented_citations_are_dropped(built_home, generated_queries):
+    query = next(q for q in generated_queries if q["kind"] == "single")
+    with FakeOpenAIServer() as server:
+        def respond(request):
+            prompt = request["messages"][-1]["content"]
+            real = prompt.split("[", 1)[1].split("]", 1)[0]  # the first evidence id the prompt shows
+            return Behaviour.answer({"answer": "Reinstall it [from the evidence].", "supported": True,
+                                     "citations": [real, "conv-does-not-exist#n9"]})
+
+        server.set_responder(respond)
+        with Sarag(built_home, llm=_llm(server)) as engine:
+            answer = engine.answer(query["turns"])
+        request = server.requests[0]
+    assert answer.generated_by == "llm/test-model"
+    assert answer.citations and all(c in answer.evidence.ids() for c in answer.citations)
+    assert any("conv-does-not-exist" in n for n in answer.notes)
+    system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
+    assert "ONLY the evidence" in system and "<evidence>" in user
+    assert query["turns"][-1]["text"] in user
+
+
+def test_llm_saying_the_evidence_does_not_answer_is_kept(built_home):
+    with FakeOpenAIServer() as server:
+        server.set_responder(lambda request: Behaviour.answer(
+            {"answer": "The evidence does not say.", "supported": False, "citations": []}))
+        with Sarag(built_home, llm=_llm(server)) as engine:
+            answer = engine.answer("what is the airspeed of an unladen swallow?")
+    assert not answer.supported and answer.citations == []
+
+
+def test_ask_sql_runs_the_models_sql_read_only_and_answers_from_the_rows(built_home):
+    with FakeOpenAIServer() as server:
+        server.enqueue(
+            Behaviour.answer({"sql": "DELETE FROM raw_dialogues", "columns": []}),  # refused, then re-planned
+            Behaviour.answer({"sql": "SELECT count(*) AS n FROM conversation_table", "columns": ["dialogue_id"]}),
+        )
+        server.set_responder(lambda request: Behaviour.answer(
+            {"answer": "There are " + request["messages"][-1]["content"].split('"n": ')[1].split("}")[0]
+                       + " conversations.", "supported": True}))
+        with Sarag(built_home, llm=_llm(server)) as engine:
+            reply = engine.ask_sql("How many conversations are there?")
+            expected = engine.sql("SELECT count(*) FROM conversation_table").rows[0][0]
+        requests = server.requests
+    assert reply.sql.startswith("SELECT count(*)") and reply.rows == [{"n": expected}]
+    assert reply.answer == f"There are {expected} conversations." and reply.supported
+    assert "only SELECT" in requests[1]["messages"][-1]["content"]  # the refusal went back to the model
+    assert "conversation_table" in requests[0]["messages"][-1]["content"]  # it was given the schema
+
+
+def _cli(*args, home):
+    return subprocess.run([sys.executable, "-m", "sarag_assets.cli", *args, "--home", str(home.root)],
+                          capture_output=True, text=True)
+
+
+def test_cli_search_ask_sql_readable_and_json(built_home, generated_queries, tmp_path):
+    query = next(q for q in generated_queries if q["kind"] == "followup")
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps(query["turns"]))
+    found = _cli("search", "--conversation", str(conversation), "--json", home=built_home)
+    assert found.returncode == 0, found.stderr
+    hits = json.loads(found.stdout)["hits"]
+    assert len(hits) == 10 and all({"dialogue_id", "score", "channels", "matched_columns"} <= set(h) for h in hits)
+    jsonl = tmp_path / "conversation.jsonl"
+    jsonl.write_text("".join(json.dumps(t) + "\n" for t in query["turns"]))
+    again = _cli("search", "--conversation", str(jsonl), "--json", home=built_home)
+    assert [h["dialogue_id"] for h in json.loads(again.stdout)["hits"]] == [h["dialogue_id"] for h in hits]
+
+    readable = _cli("ask", query["turns"][0]["text"], home=built_home)
+    assert readable.returncode == 0 and "citations: conv-" in readable.stdout
+    rows = _cli("sql", "SELECT count(*) AS n FROM conversation_table", "--json", home=built_home)
+    assert json.loads(rows.stdout)["columns"] == ["n"]
+
+
+@pytest.mark.parametrize("args", [
+    ("sql", "DROP TABLE raw_dialogues"),
+    ("sql", "SELECT * FROM read_csv('/etc/passwd')"),
+    ("search", ""),
+    ("search", "--conversation", "/no/such/file.json"),
+    ("sql", "--ask", "how many?"),
+])
+def test_cli_refusals_are_one_line_errors_not_tracebacks(built_home, args):
+    result = _cli(*args, home=built_home)
+    assert result.returncode == 2
+    assert result.stderr.startswith("sarag: error:") and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_cli_bad_conversation_file_is_a_clear_error(built_home, tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"speaker": "user", "text": ')
+    result = _cli("search", "--conversation", str(bad), home=built_home)
+    assert result.returncode == 2 and "not JSON or JSONL" in result.stderr
+
+
+def test_models_used_by_the_llm_paths_are_strict():
+    assert set(GroundedAnswer.model_fields) == {"answer", "supported", "citations"}
+    assert set(SqlPlan.model_fields) == {"sql", "columns"} and set(SqlAnswer.model_fields) == {"answer", "supported"}
