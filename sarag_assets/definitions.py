@@ -20,6 +20,7 @@ from sarag_assets.defs.jobs import (
     refresh_rows_job,
 )
 from sarag_assets.defs.refinement import dialogue_graphs, pseudo_documents
+from sarag_assets.defs.retrieval_evaluation import retrieval_evaluation, retrieval_evaluation_job
 from sarag_assets.defs.resources import EmbedderResource, IngestConfig, SaragHome, Structuring
 from sarag_assets.defs.sensors import inbox_sensor
 from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, validated_rows
@@ -27,10 +28,10 @@ from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, 
 defs = dg.Definitions(
     assets=[
         ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-        feature_clusters, lancedb_indices, table_quality_report, preference_pairs,
+        feature_clusters, lancedb_indices, table_quality_report, preference_pairs, retrieval_evaluation,
     ],
     jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, optimize_indices_job,
-          evaluation_job],
+          evaluation_job, retrieval_evaluation_job],
     sensors=[inbox_sensor, automation_sensor],
     schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
     resources={

@@ -95,6 +95,12 @@ def land_and_process(
         )
         if not run.success:
             outcome.failed.append("evaluation")
+    if _outdated(instance, "retrieval_evaluation", ["lancedb_indices", "feature_clusters"], None):
+        run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+        )
+        if not run.success:
+            outcome.failed.append("retrieval_evaluation")
     return outcome
 
 

@@ -125,10 +125,7 @@ class EvalRun:
 
 def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | os.PathLike, *, k: int = 10,
              systems: Sequence[str] | None = None, log: Callable[[str], None] = lambda _: None) -> EvalRun:
-    from sarag_assets.evaluation.baselines import fit_baselines
-    from sarag_assets.evaluation.metrics import NuggetMatcher, score_queries
     from sarag_assets.evaluation.queries import check_gold, load_corpus, load_queries
-    from sarag_assets.evaluation.report import build_report
 
     corpus, queries_path, root = Path(corpus), Path(queries), Path(home).resolve()
     names = parse_systems(systems)
@@ -141,8 +138,26 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
         raise EvalError(f"{queries_path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     log(f"ingesting {len(dialogues)} conversations into {root}")
     ingest_s = ingest(root, corpus)
+    homes = {}
+    for name in names:
+        if name in ABLATIONS:
+            homes[name] = root / "ablations" / name
+            log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
+            ingest(homes[name], corpus, ABLATIONS[name])
+    report = score_systems(root, eval_queries, names, k=k, ablation_homes=homes, ingest_s=ingest_s, log=log)
+    return EvalRun(report, root, homes)
+
+
+def score_systems(root: Path, eval_queries, names: Sequence[str], *, k: int = 10,
+                  ablation_homes: dict[str, Path] | None = None, ingest_s: float | None = None,
+                  log: Callable[[str], None] = lambda _: None):
+    """Score the named systems on a materialized home (ablations on their own homes) -> EvalReport."""
+    from sarag_assets.evaluation.baselines import fit_baselines
+    from sarag_assets.evaluation.metrics import NuggetMatcher, score_queries
+    from sarag_assets.evaluation.report import build_report
     from sarag_assets.settings import Home
 
+    ablation_homes = ablation_homes or {}
     texts = raw_texts(Home(root).warehouse)
     matcher = NuggetMatcher()
     scores, latencies = {}, []
@@ -153,25 +168,20 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
         for name in wanted_baselines:
             ranked = {q.query_id: [d for d, _ in fitted[name].search(q.text, k)] for q in eval_queries}
             scores[name] = score_queries(eval_queries, ranked, texts=texts, matcher=matcher)
-    homes = {}
     for name in names:
         if name in BASELINES:
             continue
         if name in ABLATIONS:
-            ablation_root = root / "ablations" / name
-            log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
-            ingest(ablation_root, corpus, ABLATIONS[name])
-            homes[name] = ablation_root
-            system_home, settings_name = ablation_root, "sarag"
+            system_home, settings_name = ablation_homes[name], "sarag"
         else:
             system_home, settings_name = root, name
+        log(f"{name}: {len(eval_queries)} queries")
         ranked, system_latencies = _run_query_system(system_home, eval_queries, k, query_settings(settings_name))
         if name == "sarag":
             latencies = system_latencies
         system_texts = texts if system_home == root else raw_texts(Home(system_home).warehouse)
         scores[name] = score_queries(eval_queries, ranked, texts=system_texts, matcher=matcher)
-    report = build_report(len(texts), {n: scores[n] for n in names}, ingest_s=ingest_s, query_ms=latencies or None)
-    return EvalRun(report, root, homes)
+    return build_report(len(texts), {n: scores[n] for n in names}, ingest_s=ingest_s, query_ms=latencies or None)
 
 
 def _run_query_system(home: Path, queries, k: int, settings) -> tuple[dict[str, list[str]], list[float]]:

@@ -28,7 +28,7 @@ def built_home(tmp_path_factory) -> Home:
     os.environ["SARAG_HOME"] = str(root)
     try:
         home = Home(root).ensure()
-        generated = root / "generated"
+        generated = root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}"  # where `sarag demo` puts it
         write_corpus(generated, n=N_CONVERSATIONS, seed=SEED)
         copy_into_inbox(home, generated / "corpus.jsonl")
         from sarag_assets.definitions import defs
@@ -45,7 +45,7 @@ def built_home(tmp_path_factory) -> Home:
 
 @pytest.fixture(scope="package")
 def generated_queries(built_home) -> list[dict]:
-    path = Path(built_home.root) / "generated" / "queries.jsonl"
+    path = Path(built_home.root) / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "queries.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

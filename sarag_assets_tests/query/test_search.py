@@ -105,3 +105,15 @@ def test_hostile_and_odd_queries_return_results_or_a_clear_error(engine, query):
 def test_empty_or_malformed_queries_are_a_query_error(engine, query):
     with pytest.raises(QueryError):
         engine.search(query, 5)
+
+
+def test_retrieval_evaluation_asset_scored_the_generated_benchmark(built_home, generated_queries):
+    import json
+
+    from sarag_assets.evaluation.run import BASELINES, QUERY_SYSTEMS
+
+    report = json.loads((built_home.reports / "retrieval_evaluation.json").read_text())
+    assert report["n_queries"] == len(generated_queries)
+    assert list(report["systems"]) == list(BASELINES + QUERY_SYSTEMS)
+    assert set(report["by_kind"]) == {q["kind"] for q in generated_queries}
+    assert (built_home.reports / "retrieval_evaluation_r3.png").stat().st_size > 0
