@@ -1,0 +1,102 @@
+"""A `sarag materialize` process SIGKILLed while it writes a batch into LanceDB, then run again.
+
+The child process is the real command on a shared home and Dagster instance. The test watches LanceDB
+(no hook in the code under test): as soon as `table_rows` holds the new batch, the first of the four
+tables the index step writes, it kills the child's whole process group. At that moment the other tables
+do not hold the batch yet, and the run never ended (it still holds its DuckDB-writer pool slot, which is
+released as Dagster's run monitoring would). Running the pipeline again through Dagster must leave
+every LanceDB table equal to its DuckDB source: no duplicate ids, no row of a superseded or unknown
+conversation, no missing row.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import dagster as dg
+
+from sarag_assets.core.indices import TABLES, TABLE_ROWS, IndexStore
+from sarag_assets.defs.runner import land_and_process
+from sarag_assets_tests.conftest import write_jsonl
+from sarag_assets_tests.defs.test_retrieval_pipeline import assert_index_matches_warehouse, chat, index_ids
+
+REPO = Path(__file__).resolve().parents[2]
+HANG_GUARD_S = 600  # only against a hung child; the test does not depend on timing
+
+
+def dialogues_in(store: IndexStore, table: str) -> set[str]:
+    return {row_id.split("#")[0] for row_id, _ in index_ids(store)[table]}
+
+
+def test_killing_materialize_mid_index_write_heals_on_rerun(home, tmp_path, defs):
+    dagster_home = tmp_path / "dagster_home"
+    dagster_home.mkdir()
+    shutil.copyfile(REPO / "dagster.yaml", dagster_home / "dagster.yaml")  # the project's instance config
+    instance = dg.DagsterInstance.from_config(str(dagster_home))
+
+    write_jsonl(home.inbox / "week1.jsonl", [
+        chat(1, "my Vortex X2 printer jams on every page", "clean the paper roller"),
+        chat(2, "the Lumo app crashes with error E-4410 at login", "reinstall the app"),
+        chat(3, "my Kestrel router drops wifi every evening", "move to channel 6"),
+    ])
+    land_and_process(defs, instance, raise_on_error=True)
+    assert_index_matches_warehouse(home)
+
+    products = ["Orbit speaker", "Vortex X2 printer", "Kestrel router", "Lumo app", "Nimbus tablet"]
+    faults = ["will not pair over bluetooth", "shows error E-51{} on start", "loses its settings after update {}",
+              "drains the battery overnight", "freezes when I open the menu"]
+    week2 = [chat(100 + i, f"my {products[i % 5]} {faults[(i // 5) % 5].format(i)}", f"follow fix number {i}")
+             for i in range(30)]
+    # c2 lands again, changed: its week-1 rows must disappear everywhere
+    week2.append(chat(2, "the Lumo app crashes with error E-4410 at login since version 3.2", "clear the app cache"))
+    write_jsonl(home.inbox / "week2.jsonl", week2)
+    new_ids = {f"c{100 + i}" for i in range(30)}
+
+    env = {**os.environ, "SARAG_HOME": str(home.root), "DAGSTER_HOME": str(dagster_home), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-m", "sarag_assets.cli", "materialize"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    watcher = IndexStore.open_for_read(str(home.lancedb))  # re-reads the latest table versions on every call
+    deadline = time.monotonic() + HANG_GUARD_S
+    try:
+        while not (set(watcher.ids(TABLE_ROWS)) & new_ids):  # table_rows ids are the dialogue ids
+            assert child.poll() is None, "materialize ended before it wrote the new batch:\n" + \
+                child.stdout.read().decode(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, "materialize never wrote the new batch"
+            time.sleep(0.01)
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+
+    # Killed halfway: the new batch reached table_rows but not every other table, and its run never ended.
+    written = {table: bool(dialogues_in(watcher, table) & new_ids) for table in TABLES}
+    assert written[TABLE_ROWS] and not all(written.values()), written
+    unfinished = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
+    assert [r.job_name for r in unfinished] == ["index_batch_job"]
+
+    # The dead run still holds its slot of the duckdb_writer pool (dagster.yaml: one step at a time), so
+    # every later writer step would wait forever. Release it as Dagster's run monitoring (daemon) or an
+    # operator in the UI would: mark the run failed, free its slots.
+    (killed,) = unfinished
+    assert instance.event_log_storage.get_concurrency_info("duckdb_writer").active_run_ids == {killed.run_id}
+    instance.report_run_failed(killed)
+    instance.event_log_storage.free_concurrency_slots_for_run(killed.run_id)
+
+    # Run again: the interrupted batch is indexed anew, the state heals.
+    killed_batch = killed.tags["dagster/partition"]
+    again = land_and_process(defs, instance, raise_on_error=True)
+    assert killed_batch in again.indexed and not again.failed
+    store = assert_index_matches_warehouse(home)  # no duplicate ids, no orphans, counts equal, per table
+    for table in TABLES:
+        assert new_ids <= dialogues_in(store, table), table
+    assert [row for row in index_ids(store)[TABLE_ROWS] if row[0] == "c2"] == [("c2", killed_batch)]
