@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import re
 import time
+from functools import lru_cache
 import unicodedata
 from typing import Callable, Iterable, Sequence
 
@@ -60,7 +61,8 @@ __all__ = [
     "run_queries",
 ]
 
-NEGATIONS = frozenset("no not nor never none nothing nobody neither without".split())
+# Sentential negators (a preposition like "without" negates a phrase, not the statement: "without fail").
+NEGATIONS = frozenset("no not nor never none nothing nobody neither".split())
 STOPWORDS = frozenset(
     """a an the this that these those there here
     i me my mine myself you your yours yourself he him his she her hers it its itself we us our ours they them
@@ -68,7 +70,7 @@ STOPWORDS = frozenset(
     am is are was were be been being have has had having do does did doing done will would shall should can
     could may might must ought
     and or but if then than so as because while until although though also too very just only
-    of at by for with about against between into through during before after above below to from up down in
+    of at by for with without about against between into through during before after above below to from up down in
     on off over under again further once out
     all any both each few more most other some such own same
     how when where why
@@ -83,6 +85,7 @@ _TOKEN = re.compile(r"\d+(?:\.\d+)+|[^\W_]+")  # dotted numbers whole, else runs
 _DOUBLE_END = re.compile(r"([b-df-hj-kmnp-rtv-y])\1$")  # doubled final consonant (not l, s, z)
 
 
+@lru_cache(maxsize=200_000)
 def stem(token: str) -> str:
     """A light, dictionary-free suffix stemmer: folds plural -s/-ies, -ed, -ing and a final -e.
 
@@ -238,10 +241,11 @@ class _SparseRetriever(_Ranked):
         cols = [self.vocabulary[t] for t in self.query_terms(query_text)]
         if not cols:
             return []
-        sub = self._weights[:, cols]
-        scores = np.asarray(sub.sum(axis=1)).ravel()
-        candidates = np.unique(sub.indices)
-        return self._top(scores, k, candidates[scores[candidates] > 0])
+        w = self._weights
+        spans = [slice(w.indptr[c], w.indptr[c + 1]) for c in cols]  # each term's postings (CSC column)
+        rows = np.concatenate([w.indices[sp] for sp in spans])
+        scores = np.bincount(rows, weights=np.concatenate([w.data[sp] for sp in spans]), minlength=w.shape[0])
+        return self._top(scores, k, np.flatnonzero(scores > 0))
 
 
 class TextFrequencyRetriever(_SparseRetriever):

@@ -31,11 +31,17 @@ or two adjacent sentences of the same evidence text; sentences end at . ! ? or a
    miss may be a paraphrase, a hit is rarely a different fact.
 
 Polarity guard (both rules): a window can cover a nugget only if both or neither contain a negation
-word (no, not, never, none, nothing, nobody, neither, nor, without; "n't" and "cannot" count). The
-embedding model barely sees negation ("the warranty does not cover water damage" vs "the warranty
-covers water damage" scores above 0.9) and the token rule would let a missing "not" be the one term in
-five; so "X is not accepted" is never covered by "X is accepted", at the price of missing paraphrases
-that negate with other words ("refused") or windows that contain an unrelated "no".
+word (no, not, never, none, nothing, nobody, neither, nor; "n't" and "cannot" count; "without" does
+not: it negates a phrase, not the statement, as in "without fail"). The embedding model barely sees
+negation ("the warranty does not cover water damage" vs "the warranty covers water damage" scores
+above 0.9) and the token rule would let a missing "not" be the one term in five; so "X is not
+accepted" is never covered by "X is accepted", at the price of missing paraphrases that negate with
+other words ("refused") or windows that contain an unrelated "no". (First written with "without" in
+the list; taken out when an inspection showed "expire after 7 days without fail" blocked.)
+
+Known false positives: the embedding rule can credit a question that names the nugget's topic ("when
+do the codes expire?" against "a code stays valid for 7 days" scores about 0.74); questions are kept as
+evidence because a nugget can be what an agent asks for ("the order ID").
 
 The thresholds were set from these general properties, not fitted to any evaluation set's scores (the
 token threshold was first 0.75 and raised to 0.8 when a 4-term false positive of the kind above showed

@@ -105,6 +105,11 @@ def test_negation_must_agree(matcher, nugget, evidence):
     assert matcher.match([nugget], agreeing)[0].covered
 
 
+def test_a_phrase_with_without_is_not_a_negated_statement(matcher):
+    (m,) = matcher.match(["the voucher is valid for 30 days"], "Every voucher stays valid for 30 days without exception.")
+    assert m.covered
+
+
 def test_terms_are_local_to_a_window(matcher):
     nugget = "clear the browser cache"  # clear, browser, cache
     spread = "Clear skies today. Which browser? Chrome. Also, the cache folder is on drive D."
