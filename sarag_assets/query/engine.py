@@ -157,6 +157,7 @@ class Sarag:
         if self._embedder is None:
             from sarag_assets.core.embedding import Embedder
 
+            _limit_torch_threads()
             self._embedder = Embedder()
         return self._embedder
 
@@ -185,7 +186,7 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        return resolve_contrast(parsed)
+        return resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)))
 
     def embed(self, parsed: Query) -> np.ndarray:
         texts = parsed.weighted_texts()
@@ -400,6 +401,20 @@ class Sarag:
             for dialogue_id in rows:
                 scores[dialogue_id] = scores.get(dialogue_id, 0.0) + gain
         return {d: s / total for d, s in scores.items()} if total > 0 else {}
+
+
+def _limit_torch_threads() -> None:
+    """Encode queries on SARAG_QUERY_THREADS torch threads (default 1). One short query gains nothing from
+    more, and on a busy 2-core machine two threads made one query take ~1 s instead of ~30 ms (measured
+    by the search-latency benchmark). Process-wide: set it to 0 to leave torch's default."""
+    from sarag_assets.settings import env_int
+
+    raw = os.environ.get("SARAG_QUERY_THREADS", "").strip()
+    if raw == "0":
+        return
+    import torch
+
+    torch.set_num_threads(env_int("SARAG_QUERY_THREADS", 1))
 
 
 def _plain(value):

@@ -19,7 +19,7 @@ import re
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
@@ -156,15 +156,17 @@ _CONTRAST = re.compile(r"\b(?:the\s+other|another|the\s+second\s+one)\b", re.IGN
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def resolve_contrast(query: Query) -> Query:
+def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] | None = None) -> Query:
     """Read "the other one" in the latest turn against the names of earlier turns.
 
     Applies when the latest turn names nothing itself, points away with a contrast cue, and earlier turns
     name two or more things (entities with a letter in them) of which one — the *focus* — is named more
-    often than any other (the problem was described on it). Then the focus and the values stated in the
-    sentence where it was last named (its version, its code) stop counting, the other names count with the
-    latest turn's weight, and the earlier turns' text reads the other name where the focus was, so the
-    embedded and full-text query describe the same problem on the other thing.
+    often than any other (the problem was described on it). Names that the table says are the same thing
+    (most rows holding one also hold the other: a product and its model code) count as one. Then the
+    focus and the values stated in the sentence where it was last named (its version, its code) stop
+    counting, the other names count with the latest turn's weight, and the earlier turns' text reads the
+    other name where the focus was, so the embedded and full-text query describe the same problem on the
+    other thing.
     """
     last = len(query.turns) - 1
     if last < 1 or not _CONTRAST.search(query.turns[last].text):
@@ -172,35 +174,60 @@ def resolve_contrast(query: Query) -> Query:
     if any(e.turn == last for e in query.entities):
         return query
     history = [e for e in query.entities if e.turn < last]
-    names = sorted({e.surface for e in history if any(ch.isalpha() for ch in e.surface)})
-    if len(names) < 2:
+    surfaces = sorted({e.surface for e in history if any(ch.isalpha() for ch in e.surface)})
+    if len(surfaces) < 2:
         return query
     text = " \n ".join(normalize(t.text) for t in query.turns[:last] if t.is_user)
-    counts = {n: len(re.findall(rf"(?<!\S){re.escape(n)}(?!\S)", text)) for n in names}
-    top = max(counts.values())
-    leaders = [n for n in names if counts[n] == top]
-    if len(leaders) != 1:
+    counts = {n: len(re.findall(rf"(?<!\S){re.escape(n)}(?!\S)", text)) for n in surfaces}
+    groups = _same_things(surfaces, history, rows_of)
+    group_counts = [sum(counts[n] for n in g) for g in groups]
+    if len(groups) < 2 or group_counts.count(max(group_counts)) != 1:
         return query
-    focus = leaders[0]
-    others = [n for n in names if n != focus]
+    focus_group = groups[group_counts.index(max(group_counts))]
+    others = [n for g in groups if g is not focus_group for n in g]
+    focus_names = set(focus_group)
+    focus = max(focus_group, key=lambda n: (counts[n], len(n)))
     focus_sentence: set[str] = set()
     for turn in query.turns[:last]:
         for sentence in _SENTENCE.split(turn.text):
             normalized = f" {normalize(sentence)} "
-            if f" {focus} " in normalized and not any(f" {o} " in normalized for o in others):
+            if any(f" {f} " in normalized for f in focus_names) and not any(f" {o} " in normalized for o in others):
                 focus_sentence = {e.surface for e in history if f" {e.surface} " in normalized}
-    dropped = focus_sentence | {focus}
+    dropped = focus_sentence | focus_names
     weight = query.turns[last].weight
     query.entities = [replace(e, weight=weight) if e.surface in others else e
                       for e in query.entities if e.surface not in dropped]
     stored_other = next(e.value for e in history if e.surface == others[0])
-    pattern = re.compile(r"(?<![^\W_])" + r"\W+".join(re.escape(t) for t in focus.split()) + r"(?![^\W_])",
-                         re.IGNORECASE)
+    pattern = re.compile("|".join(
+        r"(?<![^\W_])" + r"\W+".join(re.escape(t) for t in name.split()) + r"(?![^\W_])"
+        for name in sorted(focus_names, key=len, reverse=True)), re.IGNORECASE)
     query.turns = [replace(t, text=pattern.sub(stored_other, t.text)) if i < last else t
                    for i, t in enumerate(query.turns)]
     query.notes.append(f"'{query.turns[last].text.strip()[:60]}' read as about {', '.join(others)} "
                        f"(not {focus})")
     return query
+
+
+def _same_things(surfaces: list[str], entities: list[Entity],
+                 rows_of: Callable[[Entity], frozenset[str]] | None) -> list[list[str]]:
+    """Group names that denote the same thing: at least half the rows holding the rarer one hold the other."""
+    rows = {}
+    for n in surfaces:
+        held: set[str] = set()
+        for e in entities:
+            if e.surface == n and rows_of is not None:
+                held |= rows_of(e)
+        rows[n] = held
+    groups: list[list[str]] = []
+    for n in surfaces:
+        for group in groups:
+            if any(rows[n] and rows[m] and len(rows[n] & rows[m]) >= 0.5 * min(len(rows[n]), len(rows[m]))
+                   for m in group):
+                group.append(n)
+                break
+        else:
+            groups.append([n])
+    return groups
 
 
 class ValueLexicon:
