@@ -70,6 +70,8 @@ def _print_summary(home, run) -> None:
     )
     for key in run.failed:
         print(f"  FAILED {key}")
+    for problem in run.problems:
+        print(f"  note: {problem}")
     with warehouse.connect(home.warehouse, read_only=True) as con:
         print("current conversations by source format:")
         for fmt, convs, turns in con.execute(

@@ -8,11 +8,15 @@ already ran successfully is skipped, as the daemon would skip it.
 """
 
 
+import os
+import socket
 from dataclasses import dataclass, field
 
 import dagster as dg
 
 RUN_KEY_TAG = "sarag/run_key"
+# Which process executes an in-process run ("<host>:<pid>"): a run whose process is gone was killed.
+RUNNER_TAG = "sarag/runner"
 # In-process runs log to the console at WARNING: step-by-step DEBUG events stay in the instance (UI).
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -42,6 +46,8 @@ def land_and_process(
     from sarag_assets.defs.structuring import stale_row_partitions
 
     outcome = PipelineRun()
+    outcome.problems.extend(release_dead_runs(instance))
+    runner = {RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"}
     sensor = defs.resolve_sensor_def("inbox_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
         result = sensor(context)
@@ -55,14 +61,14 @@ def land_and_process(
         run = batch_job.execute_in_process(
             partition_key=request.partition_key,
             instance=instance,
-            tags={**request.tags, RUN_KEY_TAG: request.run_key},
+            tags={**request.tags, RUN_KEY_TAG: request.run_key, **runner},
             run_config=QUIET,
             raise_on_error=raise_on_error,
         )
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
     govern = defs.resolve_job_def("govern_metadata_job").execute_in_process(
-        instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+        instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
     )
     if not govern.success:
         outcome.failed.append("governed_metadata")
@@ -71,7 +77,7 @@ def land_and_process(
     refresh = defs.resolve_job_def("refresh_rows_job")
     for key in stale_row_partitions(instance, keys):
         run = refresh.execute_in_process(
-            partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+            partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         (outcome.refreshed if run.success else outcome.failed).append(key)
 
@@ -79,29 +85,57 @@ def land_and_process(
     for key in keys:
         if _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
             run = index.execute_in_process(
-                partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+                partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
             )
             (outcome.indexed if run.success else outcome.failed).append(key)
     if _outdated(instance, "feature_clusters", ["validated_rows"], None):
         run = defs.resolve_job_def("cluster_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("feature_clusters")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
         run = defs.resolve_job_def("evaluation_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("evaluation")
     if _outdated(instance, "retrieval_evaluation", ["lancedb_indices", "feature_clusters"], None):
         run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("retrieval_evaluation")
     return outcome
+
+
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Runs this runner started on this host whose process is gone (killed, machine crash) still show as
+    started and hold their slot of the duckdb_writer pool, so every later writer step would wait forever.
+    Mark them failed and free their slots, as Dagster's run monitoring does for daemon-launched runs."""
+    host = socket.gethostname()
+    released = []
+    for run in instance.get_runs(filters=dg.RunsFilter(
+            statuses=[dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING])):
+        owner = run.tags.get(RUNNER_TAG, "")
+        run_host, _, pid = owner.rpartition(":")
+        if run_host != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        instance.report_run_failed(run)
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(f"run {run.run_id} ({run.job_name}) died with its process {pid}: marked failed, slots freed")
+    return released
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _latest_storage_id(instance: dg.DagsterInstance, asset: str, partition: str | None) -> int | None:

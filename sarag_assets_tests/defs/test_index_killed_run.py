@@ -84,17 +84,16 @@ def test_killing_materialize_mid_index_write_heals_on_rerun(home, tmp_path, defs
     unfinished = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert [r.job_name for r in unfinished] == ["index_batch_job"]
 
-    # The dead run still holds its slot of the duckdb_writer pool (dagster.yaml: one step at a time), so
-    # every later writer step would wait forever. Release it as Dagster's run monitoring (daemon) or an
-    # operator in the UI would: mark the run failed, free its slots.
+    # The dead run still holds its slot of the duckdb_writer pool (dagster.yaml: one step at a time); the
+    # next runner sees its process is gone, marks it failed and frees the slot before running anything.
     (killed,) = unfinished
     assert instance.event_log_storage.get_concurrency_info("duckdb_writer").active_run_ids == {killed.run_id}
-    instance.report_run_failed(killed)
-    instance.event_log_storage.free_concurrency_slots_for_run(killed.run_id)
 
     # Run again: the interrupted batch is indexed anew, the state heals.
     killed_batch = killed.tags["dagster/partition"]
     again = land_and_process(defs, instance, raise_on_error=True)
+    assert any(killed.run_id in p for p in again.problems)
+    assert instance.get_run_by_id(killed.run_id).status == dg.DagsterRunStatus.FAILURE
     assert killed_batch in again.indexed and not again.failed
     store = assert_index_matches_warehouse(home)  # no duplicate ids, no orphans, counts equal, per table
     for table in TABLES:
