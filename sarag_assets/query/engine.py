@@ -2,7 +2,7 @@
 
 `Sarag(home)` opens a home read-only: the governed table's cells, the cluster model and the row vectors
 are read once (DuckDB opened read-only and closed again, so a running pipeline is not blocked); LanceDB
-is opened for reading. `search(query, k)` fuses five channels into one ranking:
+is opened for reading. `search(query, k)` fuses six channels into one ranking:
 
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
@@ -15,8 +15,9 @@ is opened for reading. `search(query, k)` fuses five channels into one ranking:
   ranked by the summed ``turn weight x idf`` of the values they hold; ties by the other channels' fused
   score. This is how "that one" in the latest turn still selects the product named three turns ago.
 
-Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, ties broken by dialogue id, so
-the same home and query always give the same ranking. The query vector is the weighted mean of the
+Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
+values is boosted by ``1 + entity_boost x share`` (the share of the mentioned values it holds); ties are
+broken by dialogue id, so the same home and query always give the same ranking. The query vector is the weighted mean of the
 turns' embeddings (`understanding` says the weights: the latest turn most).
 """
 
