@@ -12,8 +12,9 @@ is opened for reading. `search(query, k)` fuses six channels into one ranking:
 - ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
   over the candidates' similarity graph (`sarag_assets.core.clusters.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
-  ranked by the summed ``turn weight x idf`` of the values they hold; ties by the other channels' fused
-  score. This is how "that one" in the latest turn still selects the product named three turns ago.
+  ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
+  release near the one named); ties by the other channels' fused score. This is how "that one" in the
+  latest turn still selects the product named three turns ago.
 
 Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
 values is boosted by ``1 + entity_boost x share`` (the share of the mentioned values it holds); ties are
@@ -33,7 +34,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
-from sarag_assets.query.understanding import Query, QueryError, ValueLexicon, normalize, read_query, resolve_contrast
+from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, normalize, read_query,
+                                              resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home
 
 CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
@@ -187,7 +189,8 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        return resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)))
+        parsed = resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)))
+        return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:
         texts = parsed.weighted_texts()
@@ -386,20 +389,26 @@ class Sarag:
         return [(h.dialogue_id, float(h.score)) for h in index.route(views, top_k=depth)]
 
     def _entity_shares(self, parsed: Query) -> dict[str, float]:
-        """Per row, the share of the query's mentioned values it holds, each value weighted by its turn's
-        weight x idf. A value found in several columns (a version the table keeps twice) counts once."""
+        """Per row, the share of the query's mentioned values it holds. A value counts with its turn's
+        weight x idf, times its closeness (1 for the value named, less for a nearby version); a value found
+        in several columns (a version the table keeps twice) counts once, by its best reading."""
         groups: dict[str, list] = {}
         for entity in parsed.entities:
             groups.setdefault(entity.surface, []).append(entity)
         total = 0.0
         scores: dict[str, float] = {}
-        for surface, entities in groups.items():
-            rows: set[str] = set()
+        for entities in groups.values():
+            best: dict[str, float] = {}
             for e in entities:
-                rows |= self.lexicon.rows(e.column, normalize(e.value))
-            gain = max(e.weight for e in entities) * self.lexicon.idf(len(rows))
-            total += gain
-            for dialogue_id in rows:
+                rows = self.lexicon.rows(e.column, normalize(e.value))
+                gain = e.weight * e.closeness * self.lexicon.idf(len(rows))
+                for dialogue_id in rows:
+                    if gain > best.get(dialogue_id, 0.0):
+                        best[dialogue_id] = gain
+            if not best:
+                continue
+            total += max(best.values())
+            for dialogue_id, gain in best.items():
                 scores[dialogue_id] = scores.get(dialogue_id, 0.0) + gain
         return {d: s / total for d, s in scores.items()} if total > 0 else {}
 

@@ -9,7 +9,11 @@ what "it" / "that one" is. Two things come out of it:
   mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
   from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
   holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
-  value named earlier still counts in the latest turn ("what fixed it for that model?").
+  value named earlier still counts in the latest turn ("what fixed it for that model?"). A release
+  number also finds stored releases sharing its leading numbers, with a closeness below 1.
+
+Two references are then resolved against earlier turns: "the other one" (`resolve_contrast`) and "the
+older/newer release" (`resolve_version_direction`).
 """
 
 from __future__ import annotations
@@ -57,10 +61,14 @@ class Entity:
     weight: float  # the turn's weight
     df: int  # rows holding it
     surface: str  # the query's words that matched
+    closeness: float = 1.0  # 1 for the value named; below 1 for a version near the one named
 
     def as_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
-                "matched": self.surface}
+        out = {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
+               "matched": self.surface}
+        if self.closeness < 1.0:
+            out["closeness"] = round(self.closeness, 3)
+        return out
 
 
 @dataclass
@@ -184,7 +192,12 @@ def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] |
     if len(groups) < 2 or group_counts.count(max(group_counts)) != 1:
         return query
     focus_group = groups[group_counts.index(max(group_counts))]
-    others = [n for g in groups if g is not focus_group for n in g]
+    # "The other one" is another thing of the same kind: a product for a product, not the plan it runs on.
+    kinds = {n: {e.column for e in history if e.surface == n} for n in surfaces}
+    focus_kinds = set().union(*(kinds[n] for n in focus_group))
+    others = [n for g in groups if g is not focus_group and any(kinds[m] & focus_kinds for m in g) for n in g]
+    if not others:
+        return query
     focus_names = set(focus_group)
     focus = max(focus_group, key=lambda n: (counts[n], len(n)))
     focus_sentence: set[str] = set()
@@ -208,9 +221,52 @@ def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] |
     return query
 
 
+# "the older version", "after upgrading": the question moves from the release named earlier to releases
+# before or after it. English only, like the contrast cue.
+_RELEASE = r"(?:\w+\s+)?(?:one|ones|versions?|releases?|builds?|firmware)\b"
+_OLDER = re.compile(r"\b(?:older|previous|prior)\s+" + _RELEASE, re.IGNORECASE)
+_NEWER = re.compile(r"\b(?:newer|later)\s+" + _RELEASE + r"|\bafter\s+(?:the\s+)?upgrad\w*|\bupgraded\b",
+                    re.IGNORECASE)
+
+
+def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
+    """Read "did anyone fix that on the older version?" against the release named earlier.
+
+    Applies when the latest turn points one way (older or newer), names no version itself, and earlier
+    turns named one. Then the named release and the releases near it stop counting; every stored release
+    on the asked side (in the columns the named one was found in) counts instead, with the named one's
+    weight; and the earlier turns' text loses the named release, so the embedded and full-text query
+    describe the problem without pinning it to that release.
+    """
+    last = len(query.turns) - 1
+    text = query.turns[last].text if last >= 1 else ""
+    older, newer = bool(_OLDER.search(text)), bool(_NEWER.search(text))
+    if older == newer:
+        return query
+    versions = [e for e in query.entities if version_parts(normalize(e.value))]
+    if any(e.turn == last for e in versions):
+        return query
+    named = [e for e in versions if e.closeness == 1.0]
+    if not named:
+        return query
+    pivots = {version_parts(normalize(e.value)) for e in named}
+    columns = {e.column for e in named}
+    weight = max(e.weight for e in named)  # the asked releases stand in for the named one
+    asked = [replace(e, weight=weight, surface="version " + ("before " if older else "after ")
+                     + "/".join(".".join(p) for p in sorted(pivots)))
+             for e in lexicon.versions_beyond(pivots, older=older, columns=columns, turn=last)]
+    query.entities = [e for e in query.entities if e not in versions] + asked
+    pattern = re.compile("|".join(r"(?<![\w.])v?" + re.escape(".".join(p)) + r"(?![\w.]*\d)" for p in sorted(pivots)))
+    query.turns = [replace(t, text=pattern.sub("", t.text)) if i < last else t for i, t in enumerate(query.turns)]
+    query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "
+                       f"{', '.join('.'.join(p) for p in sorted(pivots))}")
+    return query
+
+
 def _same_things(surfaces: list[str], entities: list[Entity],
                  rows_of: Callable[[Entity], frozenset[str]] | None) -> list[list[str]]:
-    """Group names that denote the same thing: at least half the rows holding the rarer one hold the other."""
+    """Group names that denote the same thing: at least half the rows holding the rarer one hold the other,
+    or they share a model code (HC-31 and Homelink HC31, LS-DSL500 and Linkstar DSL500)."""
     rows = {}
     for n in surfaces:
         held: set[str] = set()
@@ -218,16 +274,33 @@ def _same_things(surfaces: list[str], entities: list[Entity],
             if e.surface == n and rows_of is not None:
                 held |= rows_of(e)
         rows[n] = held
+    codes = {n: model_codes(n) for n in surfaces}
     groups: list[list[str]] = []
     for n in surfaces:
         for group in groups:
-            if any(rows[n] and rows[m] and len(rows[n] & rows[m]) >= 0.5 * min(len(rows[n]), len(rows[m]))
-                   for m in group):
+            if any((rows[n] and rows[m] and len(rows[n] & rows[m]) >= 0.5 * min(len(rows[n]), len(rows[m])))
+                   or codes[n] & codes[m] for m in group):
                 group.append(n)
                 break
         else:
             groups.append([n])
     return groups
+
+
+def model_codes(name: str) -> set[str]:
+    """The code-like pieces of a name (letters and digits together, 3+ characters), hyphens and dots
+    dropped: "Linkstar DSL500" -> {dsl500, linkstardsl500}; "LS-DSL500" -> {lsdsl500, dsl500}."""
+    def code(piece: str) -> bool:
+        return len(piece) >= 3 and any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
+
+    out: set[str] = set()
+    toks = tokens(name)
+    for tok in toks:
+        out.update(p for p in [re.sub(r"[\W_]", "", tok), *re.split(r"[\W_]+", tok)] if code(p))
+    whole = "".join(re.sub(r"[\W_]", "", t) for t in toks)
+    if code(whole):
+        out.add(whole)
+    return out
 
 
 class ValueLexicon:
@@ -270,6 +343,12 @@ class ValueLexicon:
         for key in sorted(self._rows):
             self._by_ngram[key[1]].append(key)
         self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
+        # Dotted version numbers, by leading component: a query's "4.7.6" also finds rows of 4.7.2.
+        self._versions: dict[str, list[tuple[tuple[str, ...], tuple[str, str]]]] = defaultdict(list)
+        for key in sorted(self._rows):
+            parts = version_parts(key[1])
+            if parts:
+                self._versions[parts[0]].append((parts, key))
 
     def __len__(self) -> int:
         return len(self._rows)
@@ -299,6 +378,54 @@ class ValueLexicon:
                         taken[i] = True
                     for key in keys:
                         entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
-                        if key not in best or entity.weight > best[key].weight:
-                            best[key] = entity
-        return sorted(best.values(), key=lambda e: (-e.weight, e.column, e.value))
+                        _keep_best(best, key, entity)
+            for token in toks:
+                for entity_key, entity in self._near_versions(token, index, turn.weight):
+                    _keep_best(best, entity_key, entity)
+        return sorted(best.values(), key=lambda e: (-e.weight * e.closeness, e.column, e.value))
+
+    def versions_beyond(self, pivots: set[tuple[str, ...]], *, older: bool, columns: set[str], turn: int):
+        """Stored versions in `columns` below every pivot (older) or above every pivot (newer)."""
+        def number(parts):
+            return tuple(int(p) for p in parts)
+
+        out = []
+        for bucket in self._versions.values():
+            for parts, key in bucket:
+                if key[0] not in columns:
+                    continue
+                if all((number(parts) < number(p)) if older else (number(parts) > number(p)) for p in pivots):
+                    out.append(Entity(key[0], self._stored[key], turn, 1.0, len(self._rows[key]), key[1]))
+        return out
+
+    def _near_versions(self, token: str, turn: int, weight: float):
+        """Stored versions sharing leading components with a version the query names, closeness = shared
+        leading components / components of the longer one (4.7.6 -> 4.7.2: 2/3; -> 4.1.0: 1/3). Releases close
+        to each other tend to share their bugs and fixes, and a query's exact release is often not in the
+        table at all."""
+        named = version_parts(token)
+        if not named:
+            return
+        for parts, key in self._versions.get(named[0], ()):
+            shared = 0
+            for a, b in zip(parts, named):
+                if a != b:
+                    break
+                shared += 1
+            closeness = shared / max(len(named), len(parts))
+            yield key, Entity(key[0], self._stored[key], turn, weight, len(self._rows[key]), token, closeness)
+
+
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)+)")
+
+
+def version_parts(text: str) -> tuple[str, ...] | None:
+    """("4", "7", "6") for "4.7.6" or "v4.7.6"; None for anything else (a bare number, a code)."""
+    match = _VERSION.fullmatch(text)
+    return tuple(match.group(1).split(".")) if match else None
+
+
+def _keep_best(best: dict, key: tuple[str, str], entity: Entity) -> None:
+    current = best.get(key)
+    if current is None or entity.weight * entity.closeness > current.weight * current.closeness:
+        best[key] = entity

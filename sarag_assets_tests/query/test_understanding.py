@@ -1,8 +1,10 @@
-"""Query reading without a home: turn weights, the lexicon, 'the other one' with aliases."""
+"""Query reading without a home: turn weights, the lexicon, 'the other one' with aliases, nearby and
+older/newer releases."""
 
 from __future__ import annotations
 
-from sarag_assets.query.understanding import ValueLexicon, read_query, resolve_contrast
+from sarag_assets.query.understanding import (ValueLexicon, model_codes, read_query, resolve_contrast,
+                                              resolve_version_direction, version_parts)
 
 CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
          ("d2", "product", "Linkstar DSL500"), ("d2", "model", "LS-DSL500"),
@@ -30,12 +32,40 @@ def test_names_the_table_ties_together_count_as_one_thing():
     resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
     assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
     assert "Velox Hotspot" in resolved.turns[0].text and "LS-DSL500" not in resolved.turns[0].text
-    # without the table's help the two names of the first product tie with the second: nothing is resolved
+    # without the table's help two names of the first product that share no code tie with the second
+    cells = [("a", "product", "Crestline Mesh"), ("b", "model", "CMX-3"), ("c", "product", "Velox Hotspot")]
+    lexicon2 = ValueLexicon(cells + [(f"x{i}", "product", f"Filler {i}") for i in range(20)], 23)
     q2 = read_query([
+        {"speaker": "user", "text": "We use the Crestline Mesh and the Velox Hotspot. The CMX-3 is slow."},
+        {"speaker": "user", "text": "What about the other one?"}])
+    q2.entities = lexicon2.find(q2)
+    assert resolve_contrast(q2).notes == []
+
+
+def test_names_sharing_a_model_code_are_one_thing_without_the_table():
+    assert model_codes("Homelink HC31") & model_codes("HC-31")
+    assert model_codes("Linkstar DSL500") & model_codes("LS-DSL500")
+    assert not model_codes("Velox Hotspot") & model_codes("Linkstar DSL500")
+    assert not model_codes("iPhone 12") & model_codes("iPhone 12 Pro")  # a different product
+    q = read_query([
         {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. The LS-DSL500 is slow."},
         {"speaker": "user", "text": "What about the other one?"}])
-    q2.entities = lexicon.find(q2)
-    assert resolve_contrast(q2).notes == []
+    q.entities = ValueLexicon(CELLS, 10).find(q)
+    resolved = resolve_contrast(q)  # no rows to look at
+    assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
+
+
+def test_the_other_one_is_a_thing_of_the_same_kind():
+    cells = CELLS + [("d5", "plan", "Fiber Plus 80"), ("d6", "plan", "Fiber Plus 80")]
+    lexicon = ValueLexicon(cells, 10)
+    q = read_query([
+        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. "
+                                    "The LS-DSL500 is slow on the Fiber Plus 80 plan."},
+        {"speaker": "user", "text": "Same question for the other one?"}])
+    q.entities = lexicon.find(q)
+    resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
+    # the plan is not "the other one"; stated in the sentence about the first product, it stops counting
+    assert {(e.column, e.value) for e in resolved.entities} == {("product", "Velox Hotspot")}
 
 
 def test_no_contrast_cue_changes_nothing():
@@ -45,3 +75,42 @@ def test_no_contrast_cue_changes_nothing():
     q.entities = lexicon.find(q)
     before = [(e.value, e.weight) for e in q.entities]
     assert [(e.value, e.weight) for e in resolve_contrast(q).entities] == before
+
+
+VERSIONS = [("v1", "app_version", "4.7.2"), ("v2", "app_version", "4.1.0"), ("v3", "app_version", "5.0.0"),
+            ("v4", "app_version", "3.9.9"), ("v5", "app_version", "4.7.6"), ("v1", "product", "Helix VPN"),
+            ("v2", "product", "Helix VPN"), ("v3", "product", "Helix VPN")] + \
+           [(f"f{i}", "product", f"Filler {i}") for i in range(20)]
+
+
+def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
+    assert version_parts("4.7.6") == ("4", "7", "6") and version_parts("v2.1") == ("2", "1")
+    assert version_parts("2024") is None and version_parts("E-1234") is None
+    lexicon = ValueLexicon(VERSIONS, 25)
+    q = read_query("Helix VPN drops the tunnel on version 4.7.9")  # no row holds 4.7.9
+    close = {e.value: round(e.closeness, 3) for e in lexicon.find(q) if e.column == "app_version"}
+    assert close == {"4.7.2": 0.667, "4.7.6": 0.667, "4.1.0": 0.333}  # 5.0.0 and 3.9.9 share nothing
+    q = read_query("Helix VPN drops the tunnel on version 4.7.6")
+    close = {e.value: e.closeness for e in lexicon.find(q) if e.column == "app_version"}
+    assert close["4.7.6"] == 1.0 and close["4.7.2"] < 1.0
+
+
+def _direction(text: str, last: str):
+    lexicon = ValueLexicon(VERSIONS, 25)
+    q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "I see."},
+                    {"speaker": "user", "text": last}])
+    q.entities = lexicon.find(q)
+    return resolve_version_direction(q, lexicon)
+
+
+def test_the_older_or_newer_release_is_read_against_the_release_named_earlier():
+    older = _direction("Helix VPN drops on version 4.7.2.", "Did anyone solve that on the older version?")
+    assert {e.value for e in older.entities if e.column == "app_version"} == {"4.1.0", "3.9.9"}
+    assert {e.value for e in older.entities if e.column == "product"} == {"Helix VPN"}
+    assert "4.7.2" not in older.turns[0].text and older.notes
+    newer = _direction("Helix VPN drops on version 4.7.2.", "What about after upgrading, how was it fixed?")
+    assert {e.value for e in newer.entities if e.column == "app_version"} == {"4.7.6", "5.0.0"}
+    for last in ("How did people fix it?", "As I said earlier, how was it fixed?",
+                 "Is it fixed in the newer version 5.0.0?"):  # no cue; not a direction; names its own release
+        plain = _direction("Helix VPN drops on version 4.7.2.", last)
+        assert plain.notes == [] and "4.7.2" in plain.turns[0].text
