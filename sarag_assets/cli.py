@@ -387,7 +387,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queries", required=True, help="JSONL queries with gold dialogue ids (and nuggets)")
     p.add_argument("--home", help="the home to ingest into (default: a fresh temporary directory)")
     p.add_argument("--k", type=int, default=10)
-    p.add_argument("--systems", help="comma-separated subset of the systems (default: all)")
+    p.add_argument("--systems", help="comma-separated systems (default: all but the only_<channel> ones, e.g. only_issue)")
     p.add_argument("--json", metavar="OUT.json", help="also write the report as JSON")
     p.set_defaults(func=cmd_eval)
     return parser

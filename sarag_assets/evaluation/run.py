@@ -31,6 +31,9 @@ BASELINES = ("text_freq", "bm25", "dense")
 QUERY_SYSTEMS = ("sdr", "table", "trag", "sarag")
 ABLATIONS = {"sarag_no_governance": {"SARAG_GOVERNANCE": "fixed"}, "sarag_no_gates": {"SARAG_GATES": "off"}}
 SYSTEMS = BASELINES + QUERY_SYSTEMS + tuple(ABLATIONS)
+# One query channel alone (`--systems only_issue,...`): not in the default set, for asking whether the fused
+# ranking beats each channel on your own queries.
+CHANNEL_PREFIX = "only_"
 
 
 class EvalError(RuntimeError):
@@ -46,16 +49,25 @@ def query_settings(system: str):
         return SearchSettings.only("table_row", "full_text", "table_match")
     if system == "trag":
         return SearchSettings.only("cluster_route")
+    if system.startswith(CHANNEL_PREFIX):
+        return SearchSettings.only(system[len(CHANNEL_PREFIX):])
     return SearchSettings()
+
+
+def channel_systems() -> tuple[str, ...]:
+    from sarag_assets.query.engine import CHANNELS
+
+    return tuple(CHANNEL_PREFIX + c for c in CHANNELS)
 
 
 def parse_systems(value: str | Sequence[str] | None) -> list[str]:
     if value is None:
         return list(SYSTEMS)
     names = [s.strip() for s in (value.split(",") if isinstance(value, str) else value) if s.strip()]
-    unknown = [n for n in names if n not in SYSTEMS]
+    known = SYSTEMS + channel_systems()
+    unknown = [n for n in names if n not in known]
     if unknown or not names:
-        raise EvalError(f"unknown systems {unknown or names}; known: {', '.join(SYSTEMS)}")
+        raise EvalError(f"unknown systems {unknown or names}; known: {', '.join(known)}")
     return list(dict.fromkeys(names))
 
 

@@ -142,3 +142,17 @@ def test_retrieval_evaluation_asset_scored_the_generated_benchmark(built_home, g
     assert list(report["systems"]) == list(BASELINES + QUERY_SYSTEMS)
     assert set(report["by_kind"]) == {q["kind"] for q in generated_queries}
     assert (built_home.reports / "retrieval_evaluation_r3.png").stat().st_size > 0
+
+
+def test_eval_scores_a_single_channel_when_asked(built_home, generated_queries):
+    from sarag_assets.evaluation.queries import parse_query
+    from sarag_assets.evaluation.run import EvalError, parse_systems, query_settings, score_systems
+
+    assert parse_systems("only_issue,sarag") == ["only_issue", "sarag"]
+    with pytest.raises(EvalError, match="unknown systems"):
+        parse_systems("only_telepathy")
+    assert query_settings("only_full_text").channels == {"full_text"}
+    queries = [parse_query(q) for q in generated_queries[:10]]
+    report = score_systems(built_home.root, queries, ["only_solution", "sarag"]).to_dict()
+    assert list(report["systems"]) == ["only_solution", "sarag"]
+    assert report["systems"]["only_solution"] != report["systems"]["sarag"]
