@@ -207,14 +207,14 @@ class Sarag:
             raise QueryError(f"k must be a positive integer, got {k!r}")
         settings = settings or self.settings
         parsed = self.understand(query)
-        vector = self.embed(parsed)
         depth = max(settings.depth, 5 * k)
         on = settings.channels
         jobs = {}
+        if "full_text" in on:  # needs no vector: BM25 runs on the other core while the query is embedded
+            jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
+        vector = self.embed(parsed)
         if "table_row" in on:
             jobs["table_row"] = self._pool.submit(self._dense, TABLE_ROWS, vector, depth)
-        if "full_text" in on:
-            jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
         if "issue" in on:
             jobs["issue"] = self._pool.submit(self._dense, ISSUE_DOCUMENTS, vector, depth)
         if "solution" in on:
