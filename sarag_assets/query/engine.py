@@ -2,7 +2,10 @@
 
 `Sarag(home)` opens a home read-only: the governed table's cells, the cluster model and the row vectors
 are read once (DuckDB opened read-only and closed again, so a running pipeline is not blocked); LanceDB
-is opened for reading. `search(query, k)` fuses six channels into one ranking:
+is opened for reading. The dense channels' vectors are read from it on the first search and searched
+exactly in memory (`query.dense`); full-text search asks LanceDB each time. So an opened home is a
+snapshot, except for full-text hits: reopen it to search batches materialized since.
+`search(query, k)` fuses six channels into one ranking:
 
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
