@@ -5,11 +5,12 @@
     python -m sarag_assets.bench.search_latency --home OUT --build-core N --seed S --metadata-from HOME  # build only
 
 Measuring: it opens `sarag_assets.query.engine.Sarag(home)` (timed), warms up with a few queries that are
-not in the measured set (the first one builds the cluster route's index, reported apart), then times
-`search(turns, k)` for each generated query (the `queries.jsonl` that `core.synthetic.write_corpus` writes
-next to the corpus; found under <home>/generated/ or named by --queries). The query embedder's in-memory
-cache is emptied before each timed query, so every query pays for its embedding (a service sees new
-questions). Reported: p50/p95/p99/mean/max in ms, and the load average before and after.
+not in the measured set (the first one reads the dense vectors and builds the cluster route's index,
+reported apart), then times `search(turns, k)` for each generated query (the `queries.jsonl` that
+`core.synthetic.write_corpus` writes next to the corpus; found under <home>/generated/ or named by
+--queries). The query embedder's in-memory cache is emptied before each timed query, so every query
+pays for its embedding (a service sees new questions). Reported: p50/p95/p99/mean/max in ms, and the
+load average before and after.
 
 Where the time goes, measured without changing the engine:
 - `retrieve` with `SearchSettings.only(channel)` for each channel (understanding and the query embedding
@@ -516,7 +517,7 @@ def run(home: Path, queries_path: Path | None, n_queries: int, k: int, *, cli_ru
     queries = load_queries(queries_path, n_queries)
     load_start = _load()
     ms_open, engine = _timed(Sarag, home)
-    ms_first, _ = _timed(engine.search, WARMUP_QUERIES[0], k)  # builds the cluster route's index
+    ms_first, _ = _timed(engine.search, WARMUP_QUERIES[0], k)  # reads the vectors, builds the route's index
     for q in WARMUP_QUERIES[1:]:
         engine.search(q, k)
     engine.search([{"speaker": "user", "text": WARMUP_QUERIES[2]}, {"speaker": "agent", "text": "Which model?"},
@@ -585,7 +586,7 @@ def markdown(result: dict) -> str:
         lines.append(f"| retrieve, only `{name}` (embedding cached) | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
     for name, c in result.get("stages_ms", {}).items():
         lines.append(f"| stage alone: {name} | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
-    lines += ["", f"open Sarag(home): {result['open_ms']} ms; first search (builds the cluster index): "
+    lines += ["", f"open Sarag(home): {result['open_ms']} ms; first search (reads the dense vectors, builds the cluster index): "
               f"{result['first_search_ms']} ms"]
     if "cold_start" in result:
         cs = result["cold_start"]

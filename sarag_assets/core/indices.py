@@ -527,20 +527,30 @@ class IndexStore:
             query = query.where(f"batch_key = {sql_string(batch_key)}")
         return sorted(query.to_arrow().column("id").to_pylist())
 
-    def vectors(self, table: str, batch_key: str | None = None) -> tuple[list[str], np.ndarray]:
-        """The stored vectors, as read back from the table: ids (sorted) and a float32 matrix whose width
-        is the width the table stores (not this store's `dimension`, so a mismatch shows)."""
+    def vectors(self, table: str, batch_key: str | None = None, *, label: str = "id") -> tuple[list[str], np.ndarray]:
+        """The stored vectors, as read back from the table, rows in id order: each row's `label` column
+        (its id; "dialogue_id" for the conversation it belongs to) and a float32 matrix whose width is the
+        width the table stores (not this store's `dimension`, so a mismatch shows)."""
         handle = self._open(table)
         if handle is None:
             return [], np.zeros((0, self.dimension), dtype=np.float32)
         width = handle.schema.field("vector").type.list_size
-        query = handle.search().select(["id", "vector"]).limit(None)
+        query = handle.search().select(sorted({"id", label, "vector"})).limit(None)
         if batch_key is not None:
             query = query.where(f"batch_key = {sql_string(batch_key)}")
-        data = query.to_arrow().sort_by("id")
-        column = data.column("vector").combine_chunks()
-        values = np.asarray(pc.list_flatten(column).to_numpy(zero_copy_only=False), dtype=np.float32)
-        return data.column("id").to_pylist(), values.reshape(len(column), width)
+        data = query.to_arrow()
+        # Sorted in numpy, each chunk copied once to its rows' places (Table.sort_by took 1.5 of the 2 s
+        # it took to read 100k x 384 vectors).
+        order = pc.sort_indices(data.column("id")).to_numpy()
+        place = np.empty_like(order)
+        place[order] = np.arange(len(order))
+        matrix = np.empty((len(order), width), dtype=np.float32)
+        start = 0
+        for chunk in data.column("vector").chunks:
+            values = np.asarray(chunk.flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+            matrix[place[start : start + len(chunk)]] = values.reshape(len(chunk), width)
+            start += len(chunk)
+        return data.column(label).take(order).to_pylist(), matrix
 
     def _columns(self, handle) -> list[str]:
         return [name for name in handle.schema.names if name != "vector"]
@@ -573,17 +583,21 @@ class IndexStore:
         hits.sort(key=lambda h: (h["_distance"], h["id"]))
         return hits
 
-    def text_search(self, table: str, query: str, k: int, where: str | None = None) -> list[dict]:
-        """BM25 over `text`: each row's columns (no vector), `_score` and `score` (the same). [] for empty text."""
+    def text_search(
+        self, table: str, query: str, k: int, where: str | None = None, *, columns: Sequence[str] | None = None
+    ) -> list[dict]:
+        """BM25 over `text`: each row's columns (no vector; only `id` and `columns` when given), `_score` and
+        `score` (the same). [] for empty text."""
         from lancedb.query import MatchQuery
 
         handle = self._open(table)
         text = _clean_query(query)
         if handle is None or k <= 0 or not text:
             return []
+        selected = self._columns(handle) if columns is None else list(dict.fromkeys(["id", *columns]))
         search = (
             handle.search(MatchQuery(text, "text"), query_type="fts")
-            .select(self._columns(handle) + ["_score"])
+            .select(selected + ["_score"])
             .limit(k + 10)  # a little deeper, so rows tied at the cut are chosen by id, not by storage order
         )
         if where:

@@ -269,6 +269,10 @@ def test_the_three_searches_find_the_expected_row(store):
     # ties in the text ranking are ordered by id
     tied = store.text_search(TABLE_ROWS, "routine", 5)
     assert [h["id"] for h in tied] == sorted(h["id"] for h in tied)
+    # only the columns asked for (and the id, which orders ties), same ranking
+    narrow = store.text_search(TABLE_ROWS, "routine", 5, columns=["dialogue_id"])
+    assert set(narrow[0]) == {"id", "dialogue_id", "_score", "score"}
+    assert [(h["id"], h["score"]) for h in narrow] == [(h["id"], h["score"]) for h in tied]
 
 
 def test_vector_index_only_above_the_threshold(store):
