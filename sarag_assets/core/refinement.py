@@ -69,7 +69,9 @@ issue side to the user's longest sentences or turn (any turn if the user never s
 
 Speed: one `signals.analyze` pass and a few regular expressions per sentence, shared by both
 functions through a small LRU cache keyed by the conversation's content; the embedder is called once,
-and only for conversations with two or more units whose edges need a similarity (about one in seven).
+and only for conversations with two or more units whose edges need a similarity (about one in seven);
+`dialogue_graph_texts` lists those texts without encoding them, so that a batch's texts can be encoded
+in one call first (the embedded backend's `prepare`).
 """
 
 from __future__ import annotations
@@ -850,6 +852,19 @@ class _Sims:
 
     @classmethod
     def build(cls, p: _Prepared, units: list[_Unit], issues: list[str], answers: list[str], embedder: Any | None) -> "_Sims":
+        ii, aa = cls.wanted(p, units, answers)
+        if not ii and not aa:
+            return cls({}, {})
+        vecs = _embed(cls.texts(ii, aa, issues, answers), embedder)
+        return cls(dict(zip(ii, vecs[: len(ii)])), dict(zip(aa, vecs[len(ii) :])))
+
+    @staticmethod
+    def texts(ii: list[int], aa: list[int], issues: list[str], answers: list[str]) -> list[str]:
+        return [issues[k][:EMBED_CHARS] for k in ii] + [answers[k][:EMBED_CHARS] for k in aa]
+
+    @staticmethod
+    def wanted(p: _Prepared, units: list[_Unit], answers: list[str]) -> tuple[list[int], list[int]]:
+        """(units whose issue, units whose answer) some edge rule will compare."""
         want_i: set[int] = set()
         want_a: set[int] = set()
         for j in range(1, len(units)):
@@ -864,11 +879,7 @@ class _Sims:
             opening = [s for ti in units[j].opening for s in p.by_turn.get(ti, [])]
             if answers[j - 1] and any(s.clarify for s in opening):
                 want_a.add(j - 1)
-        if not want_i and not want_a:
-            return cls({}, {})
-        ii, aa = sorted(want_i), sorted(want_a)
-        vecs = _embed([issues[k][:EMBED_CHARS] for k in ii] + [answers[k][:EMBED_CHARS] for k in aa], embedder)
-        return cls(dict(zip(ii, vecs[: len(ii)])), dict(zip(aa, vecs[len(ii) :])))
+        return sorted(want_i), sorted(want_a)
 
     def ii(self, j: int, i: int) -> float | None:
         if j in self.iv and i in self.iv:
@@ -942,6 +953,17 @@ def _embed(texts: list[str], embedder: Any | None) -> np.ndarray:
 
         embedder = default_embedder()
     return np.asarray(embedder.encode(texts), dtype=np.float32)
+
+
+def dialogue_graph_texts(conv: ConversationInput) -> list[str]:
+    """The texts `dialogue_graph(conv)` will encode (none for most conversations), without encoding
+    them: a batch's texts can then be encoded in one call and served from the embedder's cache."""
+    p = _prepare(conv)
+    units = p.units or _units_fallback(p)
+    issues = [_unit_issue(p, u) for u in units]
+    answers = [_unit_answer(p, u) for u in units]
+    ii, aa = _Sims.wanted(p, units, answers)
+    return _Sims.texts(ii, aa, issues, answers)
 
 
 def dialogue_graph(conv: ConversationInput, *, backend_name: str, embedder: Any | None = None) -> DialogueGraph:

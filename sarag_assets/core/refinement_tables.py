@@ -9,9 +9,10 @@ import json
 
 import polars as pl
 
+from sarag_assets.core import structuring
 from sarag_assets.core.structuring import Failure, StageResult, failure_reason
 from sarag_assets.core.warehouse import conform, empty_frame
-from sarag_assets.llm.interface import ConversationInput, StructuringBackend
+from sarag_assets.llm.interface import ConversationInput, StructuringBackend, prepare_batch
 
 
 def _frame(table: str, rows: list[dict]) -> pl.DataFrame:
@@ -44,8 +45,21 @@ def pseudo_document_rows(
 def dialogue_graph_rows(
     batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend
 ) -> tuple[StageResult, pl.DataFrame]:
-    """(nodes result, edges frame)."""
+    """(nodes result, edges frame); the backend prepares structuring.PREPARE_CHUNK conversations at a
+    time (`prepare_batch`), then builds each graph."""
     nodes, edges, failures = [], [], []
+    for start in range(0, len(conversations), structuring.PREPARE_CHUNK):
+        chunk = conversations[start : start + structuring.PREPARE_CHUNK]
+        prepare_batch(backend, "dialogue_graph", [conversation for conversation, _ in chunk])
+        _graph_rows(batch_key, chunk, backend, nodes, edges, failures)
+    return (
+        StageResult(_frame("graph_nodes", nodes), failures, {"conversations": len(conversations)}),
+        _frame("graph_edges", edges),
+    )
+
+
+def _graph_rows(batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend,
+                nodes: list[dict], edges: list[dict], failures: list[Failure]) -> None:
     for conversation, content_hash in conversations:
         try:
             graph = backend.dialogue_graph(conversation)
@@ -60,7 +74,3 @@ def dialogue_graph_rows(
         for edge in graph.edges:
             edges.append({**common, "source": edge.source, "target": edge.target, "relation": edge.relation,
                           "reason": edge.reason, "backend": made_by})
-    return (
-        StageResult(_frame("graph_nodes", nodes), failures, {"conversations": len(conversations)}),
-        _frame("graph_edges", edges),
-    )

@@ -29,6 +29,7 @@ from sarag_assets.llm.interface import (
     MetadataColumn,
     ScoredColumn,
     StructuringBackend,
+    prepare_batch,
 )
 
 
@@ -69,10 +70,31 @@ def failure_reason(exc: Exception) -> str:
     return getattr(exc, "reason", None) or f"{type(exc).__name__}: {exc}"
 
 
+# Conversations a backend prepares at once (the embedded backend: one batched model call for all their
+# texts). Below the embedded backend's analysis cache (256), so what preparing computed is reused.
+PREPARE_CHUNK = 200
+
+
 def candidate_schema_rows(
     batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend
 ) -> StageResult:
+    """One row per candidate column of every conversation; the backend prepares PREPARE_CHUNK
+    conversations at a time (`prepare_batch`), then proposes per conversation."""
     rows, failures = [], []
+    for start in range(0, len(conversations), PREPARE_CHUNK):
+        chunk = conversations[start : start + PREPARE_CHUNK]
+        prepare_batch(backend, "candidate_schema", [conversation for conversation, _ in chunk])
+        rows.extend(_candidate_rows(batch_key, chunk, backend, failures))
+    frame = conform("candidate_schemas", pl.DataFrame(rows, infer_schema_length=None)) if rows else None
+    return StageResult(frame if frame is not None else empty_frame("candidate_schemas"), failures,
+                       {"conversations": len(conversations), "candidate_columns": len(rows)})
+
+
+def _candidate_rows(
+    batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend,
+    failures: list[Failure],
+) -> list[dict]:
+    rows = []
     for conversation, content_hash in conversations:
         try:
             schema = backend.candidate_schema(conversation)
@@ -98,9 +120,7 @@ def candidate_schema_rows(
                 "problem": schema.problem,
                 "backend": schema.backend or backend.name,
             })
-    frame = conform("candidate_schemas", pl.DataFrame(rows, infer_schema_length=None)) if rows else None
-    return StageResult(frame if frame is not None else empty_frame("candidate_schemas"), failures,
-                       {"conversations": len(conversations), "candidate_columns": len(rows)})
+    return rows
 
 
 def candidates_from_rows(rows: pl.DataFrame) -> list[CandidateSchema]:

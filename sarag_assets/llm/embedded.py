@@ -36,6 +36,11 @@ How each step works:
   exact sentence or span the value came from.
 - ``judge_row``: ``sarag_assets.core.validation.semantic_gate`` on every non-null value.
 - ``decide_governance``: ``sarag_assets.core.governance.decide``.
+
+Batches: ``prepare("candidate_schema" | "dialogue_graph", conversations)`` encodes every text those
+calls will need in one batched model call (the stage functions call it per chunk of conversations), so
+the per-conversation calls are served from the embedder's text-hash cache; small per-conversation model
+calls cost several times more per text than one large one.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import hashlib
 import re
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -547,6 +553,10 @@ class EmbeddedBackend:
     # --- normalize -----------------------------------------------------------------------------------
 
     def normalize_columns(self, columns: list[CandidateColumn]) -> list[CandidateColumn]:
+        return self._merge_similar(self._merge_lexical(columns))
+
+    def _merge_lexical(self, columns: list[CandidateColumn]) -> list[CandidateColumn]:
+        """Canonical names and types, then same-name / one-edit / id-variant twins merged (no model call)."""
         cols: list[CandidateColumn] = []
         for c in columns:
             cols.append(
@@ -571,8 +581,12 @@ class EmbeddedBackend:
                 self._merge_into(kept, twin, c)
             else:
                 kept.append(c)
+        return kept
+
+    def _merge_similar(self, kept: list[CandidateColumn]) -> list[CandidateColumn]:
+        """Columns whose "name: meaning" embeddings are near-duplicates merged (one model call)."""
         if len(kept) > 1:
-            texts = [f"{_words_of(c.name)}: {c.meaning}" for c in kept]
+            texts = [self._desc(c) for c in kept]
             vecs = self._encode(texts)
             sims = vecs @ vecs.T
             drop: set[int] = set()
@@ -798,6 +812,42 @@ class EmbeddedBackend:
             dialogue_id=conversation.dialogue_id, problem=_sentence(problem), columns=columns, backend=self.name
         )
 
+    def _candidate_schema_texts(self, conversation: ConversationInput) -> list[str]:
+        """Every text `candidate_schema` encodes for this conversation, without encoding any: the
+        problem statement and the "name: meaning" of each column left after the lexical merge (the
+        similarity merge and the scores only use a subset of them)."""
+        an = self.analysis(conversation)
+        kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
+        return [self._problem_text(an)] + [self._desc(c) for c in kept]
+
+    def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
+        """Encode, in one batched model call, every text the next `step` calls for these conversations
+        will need, so that those calls find their vectors in the embedder's text-hash cache instead of
+        making small model calls per conversation (two per conversation for candidate_schema, one for
+        the few dialogue graphs that compare units). Results are the same with or without it (up to
+        float noise in the vectors: the model sees other batch mates). Steps other than
+        "candidate_schema" and "dialogue_graph" encode nothing per conversation: nothing to do. A
+        conversation whose texts cannot be computed is skipped here; its own call then fails and is
+        reported as before."""
+        if not conversations:
+            return
+        if step == "candidate_schema":
+            texts_of = self._candidate_schema_texts
+            texts: list[str] = [_SIGNAL_DESCRIPTIONS[k] for k in _SIGNAL_DESCRIPTIONS]
+        elif step == "dialogue_graph":
+            from sarag_assets.core.refinement import dialogue_graph_texts
+
+            texts_of, texts = dialogue_graph_texts, []
+        else:
+            return
+        for conversation in conversations:
+            try:
+                texts.extend(texts_of(conversation))
+            except Exception:  # noqa: BLE001 - the conversation's own call reports it
+                continue
+        if texts:
+            self._encode(list(dict.fromkeys(texts)))
+
     # --- governance ----------------------------------------------------------------------------------
 
     def decide_governance(self, metadata: GovernedMetadata, candidates: CandidateSchema) -> GovernanceDecision:
@@ -868,7 +918,7 @@ class EmbeddedBackend:
     def dialogue_graph(self, conversation: ConversationInput):
         from sarag_assets.core.refinement import dialogue_graph
 
-        return dialogue_graph(conversation, backend_name=self.name)
+        return dialogue_graph(conversation, backend_name=self.name, embedder=self.embedder)
 
 
 def _short(v: str, n: int = 40) -> str:

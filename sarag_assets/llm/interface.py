@@ -7,9 +7,13 @@ other. No Dagster imports.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from pydantic import BaseModel, Field
+
+log = logging.getLogger(__name__)
 
 CanonicalType = Literal["int", "string", "float", "boolean", "date", "datetime"]
 CANONICAL_TYPES: tuple[str, ...] = ("int", "string", "float", "boolean", "date", "datetime")
@@ -190,6 +194,11 @@ class DialogueGraph(BaseModel):
 
 
 class StructuringBackend(Protocol):
+    """The per-conversation steps. A backend may also offer `prepare(step, conversations)`: work the
+    next `step` calls for those conversations share, done at once (the embedded backend encodes all
+    their texts in one batched model call). It is optional and never changes results; call it through
+    `prepare_batch`."""
+
     name: str
 
     def propose_columns(self, conversation: ConversationInput) -> list[CandidateColumn]: ...
@@ -217,3 +226,17 @@ class StructuringBackend(Protocol):
     def pseudo_documents(self, conversation: ConversationInput) -> PseudoDocuments: ...
 
     def dialogue_graph(self, conversation: ConversationInput) -> DialogueGraph: ...
+
+
+def prepare_batch(backend: StructuringBackend, step: str, conversations: Sequence[ConversationInput]) -> None:
+    """Let `backend` prepare the next `step` calls for `conversations` at once, if it can (see
+    `StructuringBackend`). Preparing is only an optimization: if it fails, the per-conversation calls
+    run unprepared, and any error recurs there and is reported per conversation as before."""
+    hook = getattr(backend, "prepare", None)
+    if hook is None or not conversations:
+        return
+    try:
+        hook(step, conversations)
+    except Exception as exc:  # noqa: BLE001 - see the docstring
+        log.warning("backend %s could not prepare %s for %d conversations: %s", getattr(backend, "name", "?"),
+                    step, len(conversations), exc)
