@@ -27,12 +27,10 @@ def _dagster_instance(home):
     """The persistent local instance under <home>/dagster_home (or $DAGSTER_HOME when set)."""
     import dagster as dg
 
+    from sarag_assets.settings import ensure_instance_config
+
     dagster_home = Path(os.environ.get("DAGSTER_HOME") or home.dagster_home).resolve()
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    config = dagster_home / "dagster.yaml"
-    project_config = Path("dagster.yaml")
-    if not config.exists() and project_config.exists():
-        shutil.copyfile(project_config, config)
+    ensure_instance_config(dagster_home)
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     return dg.DagsterInstance.get()
 

@@ -119,6 +119,33 @@ class Home:
         return self
 
 
+# What an instance needs when the project's dagster.yaml cannot be found (sarag run from another
+# directory with a non-editable install): no telemetry, and one DuckDB writer at a time.
+MINIMAL_INSTANCE_CONFIG = """telemetry:
+  enabled: false
+concurrency:
+  pools:
+    default_limit: 1
+    granularity: op
+"""
+
+
+def ensure_instance_config(dagster_home: Path) -> Path:
+    """`<dagster_home>/dagster.yaml`, written when missing: a copy of the project's dagster.yaml (in the
+    working directory, else next to the package), else `MINIMAL_INSTANCE_CONFIG`. An existing file is
+    left as it is (the operator may have edited it)."""
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    config = dagster_home / "dagster.yaml"
+    if not config.exists():
+        for project_config in (Path("dagster.yaml"), Path(__file__).resolve().parents[1] / "dagster.yaml"):
+            if project_config.is_file():
+                config.write_text(project_config.read_text())
+                break
+        else:
+            config.write_text(MINIMAL_INSTANCE_CONFIG)
+    return config
+
+
 @dataclass(frozen=True)
 class IngestSettings:
     max_conversations_per_batch: int = 5000

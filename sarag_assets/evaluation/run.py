@@ -20,7 +20,6 @@ ingestion (landing + every asset), query latencies are the full system's.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -88,13 +87,11 @@ def _environment(values: dict[str, str]) -> Iterator[None]:
 def _instance(root: Path):
     import dagster as dg
 
+    from sarag_assets.settings import ensure_instance_config
+
     dagster_home = root / "dagster_home"
-    dagster_home.mkdir(parents=True, exist_ok=True)
-    if not (dagster_home / "dagster.yaml").exists() and Path("dagster.yaml").exists():
-        shutil.copyfile("dagster.yaml", dagster_home / "dagster.yaml")
-    if (dagster_home / "dagster.yaml").exists():
-        return dg.DagsterInstance.from_config(str(dagster_home))
-    return dg.DagsterInstance.local_temp(tempdir=str(dagster_home))
+    ensure_instance_config(dagster_home)
+    return dg.DagsterInstance.from_config(str(dagster_home))
 
 
 def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None) -> float:
