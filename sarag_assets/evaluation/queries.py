@@ -242,24 +242,31 @@ def _decoded_lines(lines: Iterable[str | bytes], problems: list[tuple[int, str]]
             problems.append((number, "invalid JSON: nested too deeply"))
 
 
-def read_queries(lines: Iterable[str | bytes], source: str = "<queries>") -> list[EvalQuery]:
-    """Queries from JSONL lines (str or bytes); raises ``QueryFileError`` naming every bad line."""
+def _read_records(lines, parse, key, what: str) -> tuple[list, list[tuple[int, str]]]:
+    """Parsed records and (line, problem) for every bad line: undecodable, unparsable, or a repeated key."""
     problems: list[tuple[int, str]] = []
-    out: list[EvalQuery] = []
+    out: list = []
     first_line: dict[str, int] = {}
     for number, obj in _decoded_lines(lines, problems):
         try:
-            q = _parse_query(obj)
+            record = parse(obj)
         except _Bad as exc:
             problems.append((number, str(exc)))
             continue
-        if q.query_id in first_line:
-            problems.append((number, f"duplicate query_id {q.query_id!r} (first on line {first_line[q.query_id]})"))
+        value = getattr(record, key)
+        if value in first_line:
+            problems.append((number, f"duplicate {key} {value!r} (first on line {first_line[value]})"))
             continue
-        first_line[q.query_id] = number
-        out.append(q)
+        first_line[value] = number
+        out.append(record)
     if not out and not problems:
-        problems.append((0, "no queries (the file is empty or has only blank lines)"))
+        problems.append((0, f"no {what} (the file is empty or has only blank lines)"))
+    return out, problems
+
+
+def read_queries(lines: Iterable[str | bytes], source: str = "<queries>") -> list[EvalQuery]:
+    """Queries from JSONL lines (str or bytes); raises ``QueryFileError`` naming every bad line."""
+    out, problems = _read_records(lines, _parse_query, "query_id", "queries")
     if problems:
         raise QueryFileError(source, sorted(problems))
     return out
@@ -309,22 +316,7 @@ def _parse_dialogue(obj: Any) -> CorpusDialogue:
 
 def read_corpus(lines: Iterable[str | bytes], source: str = "<corpus>") -> list[CorpusDialogue]:
     """Conversations from generic JSONL lines; raises ``CorpusFileError`` naming every bad line."""
-    problems: list[tuple[int, str]] = []
-    out: list[CorpusDialogue] = []
-    first_line: dict[str, int] = {}
-    for number, obj in _decoded_lines(lines, problems):
-        try:
-            d = _parse_dialogue(obj)
-        except _Bad as exc:
-            problems.append((number, str(exc)))
-            continue
-        if d.dialogue_id in first_line:
-            problems.append((number, f"duplicate dialogue_id {d.dialogue_id!r} (first on line {first_line[d.dialogue_id]})"))
-            continue
-        first_line[d.dialogue_id] = number
-        out.append(d)
-    if not out and not problems:
-        problems.append((0, "no conversations (the file is empty or has only blank lines)"))
+    out, problems = _read_records(lines, _parse_dialogue, "dialogue_id", "conversations")
     if problems:
         raise CorpusFileError(source, sorted(problems))
     return out
