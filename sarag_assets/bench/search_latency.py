@@ -383,7 +383,7 @@ def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_
     import polars as pl
 
     from sarag_assets.core import warehouse
-    from sarag_assets.core.cluster_stage import update_clusters
+    from sarag_assets.core.cluster_stage import save_cluster_update, update_clusters
     from sarag_assets.core.embedding import Embedder
     from sarag_assets.core.index_documents import batch_index_rows, linearized_rows, with_vectors
     from sarag_assets.core.indices import GRAPH_NODES, IndexStore
@@ -483,12 +483,7 @@ def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_
     update = update_clusters(None, linearized_rows(table, [c.name for c in metadata.columns]),
                              warehouse.empty_frame("cluster_assignments"), embedder=embedder)
     with warehouse.connect(home.warehouse) as con:
-        warehouse.append_rows(con, "cluster_models", pl.DataFrame([{
-            "model_version": update.model.model_version, "model": update.model.to_bytes(),
-            "n_fit_rows": update.model.n_fit_rows, "fitted_at": datetime.now(timezone.utc),
-            "drift_report": json.dumps(update.reasons)}]))
-        warehouse.replace_table(con, "cluster_assignments", update.assignments)
-        warehouse.replace_table(con, "clusters", update.clusters)
+        save_cluster_update(con, update)
     seconds["feature_clusters"] = round(time.perf_counter() - t, 1)
     report = {"procedure": "core functions without Dagster (build_core_home)", "n": n, "seed": seed,
               "metadata_from": str(Path(metadata_from).resolve()), "metadata_version": state[0],

@@ -5,7 +5,9 @@ No Dagster imports. Rows are the linearized conversation rows of the current con
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 import polars as pl
 
@@ -72,3 +74,17 @@ def update_clusters(
     assignments = pl.concat([kept, added], how="vertical")
     return ClusterUpdate(previous, assignments, clusters_frame(previous, assignments), "assign", [], new.height,
                          changed)
+
+
+def save_cluster_update(con, update: ClusterUpdate) -> None:
+    """Store an update in the warehouse: a new model version (unless nothing changed), then every current
+    assignment and cluster."""
+    from sarag_assets.core import warehouse
+
+    if update.action != "unchanged":
+        warehouse.append_rows(con, "cluster_models", pl.DataFrame([{
+            "model_version": update.model.model_version, "model": update.model.to_bytes(),
+            "n_fit_rows": update.model.n_fit_rows, "fitted_at": datetime.now(timezone.utc),
+            "drift_report": json.dumps(update.reasons)}]))
+    warehouse.replace_table(con, "cluster_assignments", update.assignments)
+    warehouse.replace_table(con, "clusters", update.clusters)

@@ -1,16 +1,12 @@
 """Retrieval side: feature_clusters (unpartitioned, incremental) and lancedb_indices[batch]."""
 
-from datetime import datetime, timezone
-import json
-
 import dagster as dg
-import polars as pl
 
 from sarag_assets.core import warehouse
-from sarag_assets.core.cluster_stage import update_clusters
+from sarag_assets.core.cluster_stage import save_cluster_update, update_clusters
 from sarag_assets.core.clusters import ClusterModel, oversized_clusters
 from sarag_assets.core.index_documents import batch_index_rows, linearized_rows, with_vectors
-from sarag_assets.core.indices import TABLES, IndexStore, vector_health
+from sarag_assets.core.indices import IndexStore, vector_health
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, EmbedderResource, SaragHome, Structuring
@@ -53,13 +49,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
     update = update_clusters(previous, rows, previous_assignments, refit=config.refit, k=config.k or None,
                              embedder=embedder.embedder(home))
     with warehouse.connect(home.warehouse) as con:
-        if update.action != "unchanged":
-            warehouse.append_rows(con, "cluster_models", pl.DataFrame([{
-                "model_version": update.model.model_version, "model": update.model.to_bytes(),
-                "n_fit_rows": update.model.n_fit_rows, "fitted_at": datetime.now(timezone.utc),
-                "drift_report": json.dumps(update.reasons)}]))
-        warehouse.replace_table(con, "cluster_assignments", update.assignments)
-        warehouse.replace_table(con, "clusters", update.clusters)
+        save_cluster_update(con, update)
     sizes = update.clusters.sort("view", "cluster_id")
     big = oversized_clusters(update.clusters)
     yield dg.MaterializeResult(metadata={

@@ -32,7 +32,6 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import numpy as np
