@@ -17,7 +17,7 @@ from sarag_assets.core.structuring import GATES_SKIPPED
 from sarag_assets.core.synthetic import write_corpus
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
-from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer
+from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer, tool_name, user_text
 
 FIXED_NAMES = [name for name, _, _ in governance.FIXED_SCHEMA]
 
@@ -121,18 +121,9 @@ def test_gates_off_keeps_values_ungated_without_blocking_then_back_on(home, tmp_
 PRODUCT = re.compile(r"Widget \w+")
 
 
-def _tool(request) -> str:
-    tools = request.get("tools") or []
-    return tools[0]["function"]["name"] if tools else ""
-
-
-def _data(request) -> str:
-    return "\n".join(str(m.get("content") or "") for m in request["messages"] if m["role"] == "user")
-
-
 def inventing_model(request):
     """Proposes product and error_code; extracts the product as written and an error code it made up."""
-    tool, data = _tool(request), _data(request)
+    tool, data = tool_name(request), user_text(request)
     score = {"relevance": 0.9, "answerability": 0.9, "overall": 0.9, "justification": "stated"}
     if tool == "CandidateSchemaAnswer":
         return Behaviour.answer({"problem": "a widget fails", "columns": [
@@ -173,13 +164,13 @@ def test_gates_null_what_the_model_invents_and_gates_off_keeps_it(home, instance
         (batch,) = run.batches
         assert query(home, "SELECT dialogue_id, product, error_code FROM conversation_table ORDER BY 1") == [
             ("a", "Widget A100", "E999"), ("b", "Widget B200", "E999")]
-        assert not [r for r in server.requests if _tool(r) == "ValueJudgements"]  # no judge without gates
+        assert not [r for r in server.requests if tool_name(r) == "ValueJudgements"]  # no judge without gates
 
         monkeypatch.setenv("SARAG_GATES", "on")
         before = len(server.requests)
         again = land_and_process(defs, instance, raise_on_error=True)
         assert again.refreshed == [batch]
-        asked = [_tool(r) for r in server.requests[before:]]
+        asked = [tool_name(r) for r in server.requests[before:]]
         assert asked.count("ValueJudgements") == 2  # the extraction itself comes from the call cache
         assert query(home, "SELECT dialogue_id, product, error_code FROM conversation_table ORDER BY 1") == [
             ("a", "Widget A100", None), ("b", "Widget B200", None)]

@@ -11,19 +11,10 @@ import pytest
 
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
-from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer
+from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer, tool_name, user_text
 
 PRODUCT = re.compile(r"Widget \w+")
 ERROR = re.compile(r"\bE\d{3}\b")
-
-
-def _tool(request) -> str:
-    tools = request.get("tools") or []
-    return tools[0]["function"]["name"] if tools else ""
-
-
-def _data(request) -> str:
-    return "\n".join(str(m.get("content") or "") for m in request["messages"] if m["role"] == "user")
 
 
 class ScriptedModel:
@@ -34,7 +25,7 @@ class ScriptedModel:
         self.broken = True
 
     def __call__(self, request):
-        tool, data = _tool(request), _data(request)
+        tool, data = tool_name(request), user_text(request)
         if tool == "CandidateSchemaAnswer":
             return Behaviour.answer({"problem": "a widget fails", "columns": [
                 {"name": "product", "type": "string", "meaning": "the widget model the user has",
@@ -123,7 +114,7 @@ def test_llm_structuring_caches_calls_and_isolates_a_broken_conversation(home, i
     model.broken = False
     before = len(server.requests)
     defs.resolve_job_def("refresh_rows_job").execute_in_process(partition_key=batch, instance=instance)
-    asked = [_data(r) for r in server.requests[before:]]
+    asked = [user_text(r) for r in server.requests[before:]]
     assert asked and all("BROKEN" in text for text in asked)
     with duckdb.connect(str(home.warehouse), read_only=True) as con:
         assert con.execute("SELECT product, error_code FROM conversation_table WHERE dialogue_id = 'c'").fetchall() \

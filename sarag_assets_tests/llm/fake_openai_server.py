@@ -179,7 +179,13 @@ class _State:
     stop: threading.Event = field(default_factory=threading.Event)
 
 
-def _tool_name_from(request: dict[str, Any]) -> str:
+def user_text(request: dict[str, Any]) -> str:
+    """Everything the request's user messages say (where the conversation data is)."""
+    return "\n".join(str(m.get("content") or "") for m in request["messages"] if m["role"] == "user")
+
+
+def tool_name(request: dict[str, Any]) -> str:
+    """The function the request asks the model to call ("tool" when it names none)."""
     choice = request.get("tool_choice")
     if isinstance(choice, dict):
         fn = choice.get("function") or {}
@@ -235,7 +241,7 @@ def build_completion(behaviour: Behaviour, request: dict[str, Any], number: int)
             {
                 "id": f"call_fake_{number}",
                 "type": "function",
-                "function": {"name": behaviour.tool_name or _tool_name_from(request), "arguments": arguments},
+                "function": {"name": behaviour.tool_name or tool_name(request), "arguments": arguments},
             }
         ]
         produced = arguments
