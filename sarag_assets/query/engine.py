@@ -27,7 +27,6 @@ weighted mean of the turns' embeddings (`understanding` says the weights: the la
 
 from __future__ import annotations
 
-import heapq
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -150,7 +149,7 @@ class Sarag:
             self._cluster_bytes = stored[0] if stored else None
             self._assignments = con.execute("SELECT * FROM cluster_assignments").pl() \
                 if self._cluster_bytes else None
-        self.rows: dict[str, dict[str, str]] = {}
+        self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
             dialogue_id = record[0]
@@ -159,14 +158,20 @@ class Sarag:
             cells.extend((dialogue_id, n, v) for n, v in row.items())
         entity_columns = [c["name"] for c in self.columns if c["type"] not in _SKIP_TYPES]
         self.lexicon = ValueLexicon(cells, len(self.rows), columns=entity_columns)
+        self.row_ids = sorted(self.rows)  # positions in id order: a position breaks ties as the id would
+        self._row_position = {d: i for i, d in enumerate(self.row_ids)}
+        self._positions: dict[tuple[str, str], np.ndarray] = {}
 
     @property
     def embedder(self):
         if self._embedder is None:
-            from sarag_assets.core.embedding import Embedder
+            from sarag_assets.core.embedding import RUNTIMES, Embedder
 
-            _limit_query_threads()
-            self._embedder = Embedder()
+            threads = _limit_query_threads()
+            runtime = os.environ.get("SARAG_QUERY_RUNTIME", "").strip() or "onnx"
+            if runtime not in RUNTIMES:
+                raise ValueError(f"SARAG_QUERY_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+            self._embedder = Embedder(runtime=runtime, threads=threads)
         return self._embedder
 
     def _clusters(self):
@@ -240,11 +245,9 @@ class Sarag:
         fused = _rrf(ranked, weights)
         if "table_match" in on and parsed.entities:
             shares = self._entity_shares(parsed)
-            # the top `depth` of possibly thousands of rows: a heap, not a full sort
-            ranked["table_match"] = heapq.nsmallest(
-                depth, shares.items(), key=lambda x: (-round(x[1], 9), -fused.get(x[0], 0.0), x[0]))
+            ranked["table_match"] = shares.top(depth, fused, self._row_position)
             fused = _rrf(ranked, weights)
-            fused = {d: s * (1.0 + settings.entity_boost * shares.get(d, 0.0)) for d, s in fused.items()}
+            fused = shares.boost(fused, settings.entity_boost, self._row_position)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
@@ -396,46 +399,118 @@ class Sarag:
         views = query_vectors(self._cluster_model, parsed.full_text(), embedding=vector)
         return [(h.dialogue_id, float(h.score)) for h in index.route(views, top_k=depth)]
 
-    def _entity_shares(self, parsed: Query) -> dict[str, float]:
-        """Per row, the share of the query's mentioned values it holds. A value counts with its turn's
-        weight x idf, times its closeness (1 for the value named, less for a nearby version); a value found
-        in several columns (a version the table keeps twice) counts once, by its best reading."""
-        groups: dict[str, list] = {}
-        for entity in parsed.entities:
-            groups.setdefault(entity.surface, []).append(entity)
-        total = 0.0
-        scores: dict[str, float] = {}
-        for entities in groups.values():
-            best: dict[str, float] = {}
-            for e in entities:
-                rows = self.lexicon.rows(e.column, normalize(e.value))
-                gain = e.weight * e.closeness * self.lexicon.idf(len(rows))
-                for dialogue_id in rows:
-                    if gain > best.get(dialogue_id, 0.0):
-                        best[dialogue_id] = gain
-            if not best:
-                continue
-            total += max(best.values())
-            for dialogue_id, gain in best.items():
-                scores[dialogue_id] = scores.get(dialogue_id, 0.0) + gain
-        return {d: s / total for d, s in scores.items()} if total > 0 else {}
+    def _value_positions(self, column: str, normalized_value: str) -> np.ndarray:
+        """The table positions (`self.row_ids` order) of the rows holding a value, sorted; kept once
+        computed (at most one entry per lexicon value)."""
+        key = (column, normalized_value)
+        found = self._positions.get(key)
+        if found is None:
+            found = np.sort(np.fromiter((self._row_position[d] for d in self.lexicon.rows(column, normalized_value)),
+                                        dtype=np.int64))
+            self._positions[key] = found
+        return found
+
+    def _entity_shares(self, parsed: Query) -> "RowShares":
+        return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
+                             self.lexicon.idf, self.row_ids)
 
 
-def _limit_query_threads() -> None:
-    """Encode queries on SARAG_QUERY_THREADS torch threads (default 1), and run the dense searches'
-    matrix products on as many BLAS threads. One short query gains nothing from more, and on a busy
-    2-core machine two torch threads made one query take ~1 s instead of ~30 ms, two BLAS threads one
-    100k-row product 8 ms instead of 5 (measured by the search-latency benchmark; the channels already
-    run side by side). Process-wide: set it to 0 to leave torch's and the BLAS library's defaults."""
-    raw = os.environ.get("SARAG_QUERY_THREADS", "").strip()
-    if raw == "0":
-        return
-    import torch
+def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
+    """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
+    x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
+    several columns (a version the table keeps twice) counts once, by its best reading. In arrays: at
+    100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted
+    table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
+    groups: dict[str, list] = {}
+    for entity in entities:
+        groups.setdefault(entity.surface, []).append(entity)
+    total = 0.0
+    positions, gains = [], []
+    for group in groups.values():
+        held = [(positions_of(e), e) for e in group]
+        held = [(rows, g) for rows, e in held if len(rows) and (g := e.weight * e.closeness * idf(len(rows))) > 0]
+        if not held:
+            continue
+        rows = np.concatenate([r for r, _ in held])
+        gain = np.concatenate([np.full(len(r), g) for r, g in held])
+        order = np.lexsort((-gain, rows))  # by row, its best reading first
+        rows, gain = rows[order], gain[order]
+        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+        positions.append(rows[first])
+        gains.append(gain[first])
+        total += float(gain.max())
+    if total <= 0:
+        return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
+    rows = np.concatenate(positions)
+    gain = np.concatenate(gains)
+    order = np.argsort(rows, kind="stable")  # groups stay in order: each row's gains add up as before
+    rows, gain = rows[order], gain[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return RowShares(row_ids, rows[first], np.add.reduceat(gain, first) / total)
+
+
+class RowShares:
+    """The rows holding mentioned values (table positions, ascending) and each one's share."""
+
+    def __init__(self, row_ids: Sequence[str], positions: np.ndarray, shares: np.ndarray):
+        self.row_ids = row_ids
+        self.positions = positions
+        self.shares = shares
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __bool__(self) -> bool:
+        return len(self.positions) > 0
+
+    def _at(self, positions: np.ndarray) -> np.ndarray:
+        """The shares of rows at ``positions`` (0 for rows holding none)."""
+        if not len(self.positions):
+            return np.zeros(len(positions))
+        i = np.minimum(np.searchsorted(self.positions, positions), len(self.positions) - 1)
+        return np.where(self.positions[i] == positions, self.shares[i], 0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {self.row_ids[p]: float(s) for p, s in zip(self.positions.tolist(), self.shares.tolist())}
+
+    def top(self, depth: int, fused: Mapping[str, float], position: Mapping[str, int]) -> list[tuple[str, float]]:
+        """The ``depth`` rows of highest share; ties by the other channels' fused score, then id (the
+        table positions are in id order)."""
+        if not len(self.positions):
+            return []
+        tie = np.zeros(len(self.positions))
+        known = [(position[d], f) for d, f in fused.items() if d in position]
+        if known:
+            at = np.array([p for p, _ in known], dtype=np.int64)
+            i = np.minimum(np.searchsorted(self.positions, at), len(self.positions) - 1)
+            hit = self.positions[i] == at
+            tie[i[hit]] = np.array([f for _, f in known])[hit]
+        order = np.lexsort((self.positions, -tie, -np.round(self.shares, 9)))[:depth]
+        return [(self.row_ids[p], float(s)) for p, s in zip(self.positions[order].tolist(),
+                                                             self.shares[order].tolist())]
+
+    def boost(self, fused: Mapping[str, float], factor: float, position: Mapping[str, int]) -> dict[str, float]:
+        """``score x (1 + factor x share)`` for every fused row."""
+        ids = list(fused)
+        at = np.array([position.get(d, -1) for d in ids], dtype=np.int64)
+        shares = self._at(at)
+        return {d: fused[d] * (1.0 + factor * float(x)) for d, x in zip(ids, shares.tolist())}
+
+
+def _limit_query_threads() -> int | None:
+    """The threads a query is encoded on (SARAG_QUERY_THREADS, default 1; ONNX Runtime's or torch's),
+    after limiting the BLAS library the dense searches' matrix products run on to as many. One short
+    query gains nothing from more, and on a busy 2-core machine two torch threads made one query take
+    ~1 s instead of ~30 ms, two BLAS threads one 100k-row product 8 ms instead of 5 (measured by the
+    search-latency benchmark; the channels already run side by side). Process-wide: 0 (None returned)
+    leaves the libraries' defaults."""
+    if os.environ.get("SARAG_QUERY_THREADS", "").strip() == "0":
+        return None
+    threads = env_int("SARAG_QUERY_THREADS", 1)
     from threadpoolctl import threadpool_limits
 
-    threads = env_int("SARAG_QUERY_THREADS", 1)
-    torch.set_num_threads(threads)
     threadpool_limits(threads, user_api="blas")
+    return threads
 
 
 def _plain(value):

@@ -22,7 +22,7 @@ def built_home(tmp_path_factory) -> Home:
     from sarag_assets.defs.runner import land_and_process
 
     root = tmp_path_factory.mktemp("query_home")
-    saved = {k: v for k, v in os.environ.items() if k.startswith("SARAG_")}
+    saved = {k: v for k, v in os.environ.items() if k.startswith("SARAG_") and k != "SARAG_MODEL_CACHE"}
     for name in saved:
         del os.environ[name]
     os.environ["SARAG_HOME"] = str(root)
@@ -38,7 +38,7 @@ def built_home(tmp_path_factory) -> Home:
         assert not run.failed, run
         yield home
     finally:
-        for name in [k for k in os.environ if k.startswith("SARAG_")]:
+        for name in [k for k in os.environ if k.startswith("SARAG_") and k != "SARAG_MODEL_CACHE"]:
             del os.environ[name]
         os.environ.update(saved)
 

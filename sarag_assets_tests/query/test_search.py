@@ -107,6 +107,22 @@ def test_same_home_same_query_same_ranking(engine, generated_queries, built_home
         assert [(h.dialogue_id, h.score) for h in again.search(query, 10)] == first
 
 
+def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engine, generated_queries, built_home,
+                                                                          monkeypatch):
+    from sarag_assets.query.engine import Sarag
+
+    assert engine.embedder.runtime == "onnx", engine.embedder.fallback_reason
+    monkeypatch.setenv("SARAG_QUERY_RUNTIME", "torch")
+    with Sarag(built_home) as by_torch:
+        assert by_torch.embedder.runtime == "torch"
+        for query in generated_queries[:10]:
+            onnx_hits = [(h.dialogue_id, round(h.score, 6)) for h in engine.search(query["turns"], 10)]
+            assert [(h.dialogue_id, round(h.score, 6)) for h in by_torch.search(query["turns"], 10)] == onnx_hits
+    monkeypatch.setenv("SARAG_QUERY_RUNTIME", "jax")
+    with Sarag(built_home) as misconfigured, pytest.raises(ValueError, match="SARAG_QUERY_RUNTIME"):
+        misconfigured.search("printer", 5)
+
+
 @pytest.mark.parametrize("query", [
     "it's broken; DROP TABLE conversation_table; --",
     "' OR 1=1 --",
