@@ -122,7 +122,8 @@ class Sarag:
         self._load_warehouse()
         self._cluster_index = None
         self._cluster_model = None
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sarag-search")
+        # one worker per channel job (BM25, three dense searches, the route): none waits for a free worker
+        self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="sarag-search")
 
     # ---- opening ----------------------------------------------------------------------------------
 
@@ -224,14 +225,14 @@ class Sarag:
         if "full_text" in on:  # needs no vector: BM25 runs on the other core while the query is embedded
             jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
         vector = self.embed(parsed)
+        if "cluster_route" in on:  # the longest job that needs the vector: first
+            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         if "table_row" in on:
             jobs["table_row"] = self._pool.submit(self._dense, TABLE_ROWS, vector, depth)
         if "issue" in on:
             jobs["issue"] = self._pool.submit(self._dense, ISSUE_DOCUMENTS, vector, depth)
         if "solution" in on:
             jobs["solution"] = self._pool.submit(self._dense, SOLUTION_DOCUMENTS, vector, depth)
-        if "cluster_route" in on:
-            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         lists = {name: job.result() for name, job in jobs.items()}
         ranked: dict[str, list[tuple[str, float]]] = {}
         for name in ("table_row", "full_text", "cluster_route"):
