@@ -19,7 +19,9 @@ Where the time goes, measured without changing the engine:
   channel's own call with the vector precomputed (`Sarag._dense`, `_text`, `_route`, `_entity_shares`),
   run one after the other (the engine runs them in a thread pool: on two cores they compete);
 - the same `search` with the LanceDB store opened as a snapshot (`read_consistency_interval_s=None`)
-  instead of the engine's default (0: the latest table version is checked on every read).
+  instead of the engine's default (0: the latest table version is checked on every read);
+- the same `search` with the query encoded by sentence-transformers in torch instead of the engine's
+  ONNX Runtime export (`SARAG_QUERY_RUNTIME`), on the same number of threads.
 
 Cold start: `python -m sarag_assets.cli search --home DIR "<query>"` in a fresh process (several runs,
 median), and in one fresh process the split: imports, `Sarag(home)`, first search, second search.
