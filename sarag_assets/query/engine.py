@@ -22,7 +22,8 @@ snapshot, except for full-text hits: reopen it to search batches materialized si
 Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
 values is boosted by ``1 + entity_boost x share`` (the share of the mentioned values it holds); ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
-weighted mean of the turns' embeddings (`understanding` says the weights: the latest turn most).
+weighted mean of the turns' embeddings (`understanding` says the weights: the latest turn most), each turn
+encoded by ONNX Runtime (`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
 """
 
 from __future__ import annotations
@@ -460,9 +461,6 @@ class RowShares:
 
     def __len__(self) -> int:
         return len(self.positions)
-
-    def __bool__(self) -> bool:
-        return len(self.positions) > 0
 
     def _at(self, positions: np.ndarray) -> np.ndarray:
         """The shares of rows at ``positions`` (0 for rows holding none)."""
