@@ -9,7 +9,7 @@ between a text encoded alone and in a batch). Without torch the query side also 
 
 Only a model that is exactly Transformer -> mean pooling -> Normalize (the default all-MiniLM-L6-v2 is)
 is exported; anything else stays in torch (`supported` says why). The export runs once per model (torch
-and onnx, ~2 s), is checked against torch on probe texts, and is kept in the model cache
+and onnx, ~3 s with loading the model), is checked against torch on probe texts, and is kept in the model cache
 (`SARAG_MODEL_CACHE`, default `$XDG_CACHE_HOME/sarag` or `~/.cache/sarag`), named by the model's files
 and the exporter's versions, so a changed model or torch exports again.
 """
