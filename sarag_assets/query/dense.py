@@ -82,6 +82,7 @@ class DenseIndexes:
         self.store = store
         self.max_rows = max_rows
         self._indices: dict[str, DenseIndex] = {}
+        self._too_big: set[str] = set()  # counted once, like the loaded ones: an opened home is a snapshot
         self._locks: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
 
@@ -98,7 +99,8 @@ class DenseIndexes:
             return self._indices[table]
 
     def search(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        if table not in self._indices and self.store.counts(table) > self.max_rows:
+        if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):
+            self._too_big.add(table)
             return [(h["dialogue_id"], float(h["score"])) for h in self.store.vector_search(table, vector, k)]
         return self.get(table).search(vector, k)
 

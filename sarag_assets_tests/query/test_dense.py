@@ -123,8 +123,12 @@ def test_tables_above_the_limit_go_to_lancedb_and_the_rest_load_once(table, monk
     store, _, vectors = table
     q = queries(vectors)[0]
     above = DenseIndexes(store, max_rows=N - 1)
+    counted = []
+    monkeypatch.setattr(store, "counts", lambda t, _real=store.counts: counted.append(t) or _real(t))
     assert above.search(ISSUE_DOCUMENTS, q, 20) == [(h["dialogue_id"], h["score"])
                                                      for h in store.vector_search(ISSUE_DOCUMENTS, q, 20)]
+    assert above.search(ISSUE_DOCUMENTS, q, 20) == above.search(ISSUE_DOCUMENTS, q, 20)
+    assert counted == [ISSUE_DOCUMENTS]  # rows counted once, not on every search
     assert above.nbytes == 0  # nothing held in memory
     assert above.search(SOLUTION_DOCUMENTS, q, 5) == []  # a missing table reads as empty
 
