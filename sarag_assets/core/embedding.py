@@ -73,6 +73,7 @@ class Embedder:
         self.threads = threads  # None: the runtime's default (torch's is process-wide)
         self.fallback_reason: str | None = None  # why an onnx embedder runs torch
         self._onnx = None
+        self._threads_set = False
         # Most recently used vectors by text hash, bounded: a long-lived query process sees a new text with
         # nearly every question, and 1.5 KB each would otherwise pile up for as long as it runs.
         self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -82,10 +83,11 @@ class Embedder:
 
     def _torch_model(self):
         model = _load(self.model_name)
-        if self.threads:
+        if self.threads and not self._threads_set:  # once: torch's setting is process-wide
             import torch
 
             torch.set_num_threads(self.threads)
+            self._threads_set = True
         return model
 
     def _onnx_encoder(self):
