@@ -5,7 +5,7 @@ the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used
 persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
 
 Two runtimes give the same vectors (to ~1e-7): ``torch`` (sentence-transformers, batched: the pipeline)
-and ``onnx`` (`core.onnx_encoder`, one text at a time: the query side, where it is twice as fast). An
+and ``onnx`` (`core.onnx_encoder`, a few short texts per run: the query side, where it is twice as fast). An
 ``onnx`` embedder falls back to torch, saying why in `fallback_reason`, when the model cannot be exported.
 """
 

@@ -9,7 +9,7 @@ import pytest
 
 from sarag_assets.core import onnx_encoder
 from sarag_assets.core.embedding import DEFAULT_MODEL, Embedder, _load, model_path
-from sarag_assets.core.onnx_encoder import OnnxUnavailable, load, supported
+from sarag_assets.core.onnx_encoder import RUN_COST_IN_TOKENS, OnnxUnavailable, length_groups, load, supported
 
 TEXTS = [
     "my router keeps rebooting",
@@ -42,6 +42,25 @@ def test_onnx_vectors_equal_torch_vectors(tmp_path, fresh_encoders):
     assert np.abs(onnx - torch).max() < 1e-5
     assert np.allclose(np.linalg.norm(onnx, axis=1), 1.0, atol=1e-5)
     assert np.abs(onnx[0] - onnx[5]).max() > 0.1  # different texts, different vectors
+
+
+def test_texts_sharing_a_run_get_the_vectors_they_get_alone(tmp_path, fresh_encoders):
+    encoder = load(model_path(DEFAULT_MODEL), lambda: _load(DEFAULT_MODEL), cache_dir=tmp_path)
+    lengths = [len(encoder.tokenizer.encode(encoder._prepare(t)).ids) for t in TEXTS]
+    groups = length_groups(lengths, RUN_COST_IN_TOKENS)
+    assert any(len({lengths[i] for i in g}) > 1 for g in groups)  # some run pads a shorter text
+    together = encoder.encode(TEXTS)
+    alone = np.vstack([encoder.encode([text]) for text in TEXTS])
+    assert np.abs(together - alone).max() < 1e-6
+
+
+def test_a_text_shares_a_run_only_while_its_padding_costs_less_than_a_run():
+    lengths = [5, 30, 8, 200, 12, 30, 190]
+    groups = length_groups(lengths, 20)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    assert groups == [[3, 6], [1, 5, 4], [2, 0]]  # 200 & 190; 30, 30 & 12; 8 & 5 (8 is 22 shorter than 30)
+    assert length_groups(lengths, 0) == [[3], [6], [1], [5], [4], [2], [0]]  # free runs: one text each
+    assert length_groups([], 20) == []
 
 
 def test_the_export_is_kept_and_reused_without_torch(tmp_path, fresh_encoders, monkeypatch):
