@@ -3,17 +3,20 @@
 The query side searches three tables with the same query vector (`table_rows`, `issue_documents`,
 `solution_documents`). LanceDB's IVF_PQ index with `refine_factor` 40 took 45-50 ms per table at 100,000
 rows on this machine (recall@50 0.998); one float32 matrix-vector product over the same 100,000 x 384
-vectors takes ~5 ms on one core and is exact. So each table's vectors are read once (on first use) and
-searched in numpy.
+vectors takes ~5-8 ms on one core, bound by memory bandwidth (154 MB read), and is exact. So each table's
+vectors are read once (on first use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`,
+38 MB) is scanned for the rows that can be among the k best, with a proven bound on its error, and only
+those (~100-200 at 100k rows, k=50) are scored exactly: ~2 ms, the same ids and scores as scoring every
+row (`kernels` says why the scores are equal to the bit). Without numba, every row is scored by numpy.
 
 `DenseIndex.search(vector, k)` means what `IndexStore.vector_search(table, vector, k)` means: the k rows
 of highest cosine similarity, score = 1 - cosine distance, best first, ties broken by row id (here over
 the whole table, so rows tied at the cut are chosen by id too). Scores agree with LanceDB's to float32
 rounding (~1e-7).
 
-Cost: rows x dimension x 4 bytes of memory (154 MB per 100,000 rows of 384 dimensions) and one read of
+Cost: rows x dimension x 5 bytes of memory (192 MB per 100,000 rows of 384 dimensions) and one read of
 the table (~1 s per 100,000 rows here). A table holding more than `max_rows` rows (the environment's
-`SARAG_EXACT_SEARCH_MAX_ROWS`, default 1,000,000: 1.5 GB, ~50 ms per search) is searched through
+`SARAG_EXACT_SEARCH_MAX_ROWS`, default 1,000,000: 1.9 GB) is searched through
 LanceDB's ANN index instead, unless its vectors were loaded anyway (the cluster route needs
 `table_rows`' in memory whatever its size).
 """
@@ -26,6 +29,7 @@ from typing import Sequence
 import numpy as np
 
 from sarag_assets.core.indices import IndexStore
+from sarag_assets.query import kernels
 
 DEFAULT_MAX_ROWS = 1_000_000
 
@@ -33,13 +37,15 @@ DEFAULT_MAX_ROWS = 1_000_000
 class DenseIndex:
     """One table's vectors in memory, rows in id order, each labelled with its dialogue id."""
 
-    def __init__(self, dialogue_ids: Sequence[str], vectors: np.ndarray):
+    def __init__(self, dialogue_ids: Sequence[str], vectors: np.ndarray, *, sketch: bool = True):
         self.dialogue_ids = list(dialogue_ids)
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.dialogue_ids):
             raise ValueError("vectors must be a matrix with one row per dialogue id")
         norms = np.linalg.norm(self.vectors, axis=1)
         self._inverse_norms = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        self.compiled = kernels.available()
+        self.sketch = Int8Sketch(self.vectors, self._inverse_norms) if sketch and self.compiled else None
 
     @classmethod
     def load(cls, store: IndexStore, table: str) -> "DenseIndex":
@@ -51,7 +57,7 @@ class DenseIndex:
 
     @property
     def nbytes(self) -> int:
-        return self.vectors.nbytes + self._inverse_norms.nbytes
+        return self.vectors.nbytes + self._inverse_norms.nbytes + (self.sketch.nbytes if self.sketch else 0)
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """(dialogue id, cosine similarity) of the k nearest rows, best first, ties by row id."""
@@ -62,16 +68,79 @@ class DenseIndex:
         if n == 0 or k <= 0:
             return []
         q_norm = float(np.linalg.norm(q))
-        scores = (self.vectors @ q) * self._inverse_norms
+        rows = None  # the rows to score exactly: the sketch's candidates, or all
+        if self.sketch is not None and k < n and q_norm > 0:
+            rows = self.sketch.candidates(q / q_norm, k)
+            if len(rows) > n // 4:  # a query the sketch cannot narrow down: scanning all reads less
+                rows = None
+        scores = self._scores(q, rows)
         if q_norm > 0:
             scores /= q_norm
-        if k < n:
+        m = len(scores)
+        if k < m:
             cut = np.argpartition(-scores, k - 1)[:k]
             top = np.flatnonzero(scores >= scores[cut].min())  # every row tied at the cut, to choose by id
         else:
-            top = np.arange(n)
-        order = top[np.lexsort((top, -scores[top]))][:k]  # rows are in id order: row index breaks ties
-        return [(self.dialogue_ids[i], s) for i, s in zip(order.tolist(), scores[order].tolist())]
+            top = np.arange(m)
+        positions = top if rows is None else rows[top]  # rows are in id order: a row index breaks ties
+        order = np.lexsort((positions, -scores[top]))[:k]
+        return [(self.dialogue_ids[i], s) for i, s in zip(positions[order].tolist(), scores[top][order].tolist())]
+
+    def _scores(self, q: np.ndarray, rows: np.ndarray | None) -> np.ndarray:
+        """vector . q x inverse norm, for ``rows`` (all when None)."""
+        if not self.compiled:
+            return (self.vectors @ q) * self._inverse_norms
+        rows = np.arange(len(self.vectors)) if rows is None else rows
+        out = np.empty(len(rows), dtype=np.float32)
+        kernels.row_scores(self.vectors, rows, np.ascontiguousarray(q), out)
+        return out * self._inverse_norms[rows]
+
+
+class Int8Sketch:
+    """Each row as int8 codes with one scale, and a bound on how far the codes' cosine to a unit query can
+    be from the row's: to find the few rows an exact search must score.
+
+    A row can be among the k best only if its approximate cosine plus its bound reaches the k-th largest
+    approximate cosine minus bound; every row at or above the k-th exact score does (the exact score lies
+    within the bounds), ties included. Bound: for a unit query q, x . q = s c . q + (x - s c) . q and
+    |(x - s c) . q| <= |x - s c| (Cauchy-Schwarz), scaled by the row's inverse norm; plus float32 rounding
+    of both products over d terms (each within d x 2^-24 of exact for unit vectors), doubled."""
+
+    ROUNDING_SLACK = 4 * 2.0 ** -24  # per dimension
+
+    def __init__(self, vectors: np.ndarray, inverse_norms: np.ndarray, *, chunk: int = 8192):
+        n, dimension = vectors.shape
+        self.codes = np.empty((n, dimension), dtype=np.int8)
+        residual = np.empty(n, dtype=np.float64)
+        scale = np.empty(n, dtype=np.float32)
+        for start in range(0, n, chunk):  # in chunks: a float64 copy of 100,000 rows would be 300 MB
+            block = vectors[start:start + chunk]
+            peak = np.abs(block).max(axis=1)
+            s = np.where(peak > 0, peak / 127.0, 0.0).astype(np.float32)
+            codes = np.clip(np.rint(block / np.where(s > 0, s, 1.0)[:, None]), -127, 127).astype(np.int8)
+            self.codes[start:start + chunk] = codes
+            scale[start:start + chunk] = s
+            residual[start:start + chunk] = np.linalg.norm(
+                block.astype(np.float64) - codes * s.astype(np.float64)[:, None], axis=1)
+        self.row_scale = (scale * inverse_norms).astype(np.float32)  # codes . unit query -> cosine
+        slack = self.ROUNDING_SLACK * dimension
+        self.bound = (residual * inverse_norms + slack).astype(np.float32)  # |exact - approximate| <= bound
+
+    @property
+    def nbytes(self) -> int:
+        return self.codes.nbytes + self.row_scale.nbytes + self.bound.nbytes
+
+    def candidates(self, unit_query: np.ndarray, k: int) -> np.ndarray:
+        """Row indices, ascending, including every row whose exact cosine to ``unit_query`` (norm 1) is
+        among the k largest (ties at the k-th too)."""
+        n = len(self.codes)
+        if k >= n:
+            return np.arange(n)
+        approximate = np.empty(n, dtype=np.float32)
+        kernels.int8_scores(self.codes, np.ascontiguousarray(unit_query, dtype=np.float32), approximate)
+        approximate *= self.row_scale
+        floor = np.partition(approximate - self.bound, n - k)[n - k]  # the k-th largest lower bound
+        return np.flatnonzero(approximate + self.bound >= floor)
 
 
 class DenseIndexes:

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
-from sarag_assets.query import dense
-from sarag_assets.query.dense import DenseIndex, DenseIndexes
+from sarag_assets.query import dense, kernels
+from sarag_assets.query.dense import DenseIndex, DenseIndexes, Int8Sketch
 
 DIM = 48
 N = 1500
@@ -43,7 +43,8 @@ def table(tmp_path_factory):
 
 def brute_force(ids: list[str], vectors: np.ndarray, q: np.ndarray, k: int) -> list[tuple[str, float]]:
     x = vectors.astype(np.float64)
-    cos = x @ q.astype(np.float64) / (np.linalg.norm(x, axis=1) * np.linalg.norm(q.astype(np.float64)))
+    norms = np.linalg.norm(x, axis=1) * np.linalg.norm(q.astype(np.float64))
+    cos = np.divide(x @ q.astype(np.float64), norms, out=np.zeros(len(x)), where=norms > 0)  # a zero row: 0
     order = sorted(range(len(ids)), key=lambda i: (-round(cos[i], 6), ids[i]))[:k]
     return [(ids[i], float(cos[i])) for i in order]
 
@@ -93,6 +94,75 @@ def test_deterministic_across_loads_and_calls(table):
     a, b = DenseIndex.load(store, ISSUE_DOCUMENTS), DenseIndex.load(store, ISSUE_DOCUMENTS)
     for q in queries(vectors):
         assert a.search(q, 30) == a.search(q, 30) == b.search(q, 30)
+
+
+@pytest.fixture(scope="module")
+def sentence_like():
+    """Vectors shaped like sentence embeddings (384 dimensions, clustered, unit norm) with what makes a
+    bound tight or loose: exact copies, near-copies one rounding step apart, non-unit norms, a zero row."""
+    rng = np.random.default_rng(11)
+    n, d = 6000, 384
+    centers = rng.normal(size=(40, d))
+    x = centers[rng.integers(0, 40, n)] + 0.8 * rng.normal(size=(n, d))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    x[200:220] = x[200]  # exact copies
+    x[300:320] = x[300] + 1e-7 * rng.normal(size=(20, d))  # copies within float32 rounding
+    x[::13] *= 2.5
+    x[5] = 0.0
+    return [f"c{i:05d}" for i in range(n)], x.astype(np.float32)
+
+
+def sentence_queries(x: np.ndarray, n: int = 40) -> list[np.ndarray]:
+    rng = np.random.default_rng(5)
+    picks = [x[i] + 0.05 * rng.normal(size=x.shape[1]) for i in rng.integers(0, len(x), n)]
+    return [np.asarray(q, dtype=np.float32) for q in picks] + [x[200].copy(), x[300].copy(), -x[7]]
+
+
+@pytest.mark.skipif(not kernels.available(), reason=f"numba: {kernels.unavailable}")
+def test_the_sketch_bounds_every_cosine_and_keeps_every_row_of_the_top_k(sentence_like):
+    _, x = sentence_like
+    norms = np.linalg.norm(x, axis=1)
+    inverse = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+    sketch = Int8Sketch(x, inverse)
+    assert sketch.codes.dtype == np.int8 and sketch.nbytes < x.nbytes / 3
+    narrowed = 0
+    for q in sentence_queries(x):
+        unit = q / np.linalg.norm(q)
+        exact = (x.astype(np.float64) @ unit.astype(np.float64)) * inverse
+        approximate = np.empty(len(x), dtype=np.float32)
+        kernels.int8_scores(sketch.codes, unit.astype(np.float32), approximate)
+        assert np.all(np.abs(approximate * sketch.row_scale - exact) <= sketch.bound)
+        for k in (1, 10, 50):
+            kth = np.sort(exact)[-k]
+            must = np.flatnonzero(exact >= kth - 1e-6)  # the top k and everything tied with its last
+            found = sketch.candidates(unit, k)
+            assert set(must) <= set(found) and np.all(np.diff(found) > 0)
+            narrowed += len(found) < len(x) // 20
+    assert narrowed > 100  # the sketch leaves most searches a small fraction of the rows to score
+
+
+@pytest.mark.skipif(not kernels.available(), reason=f"numba: {kernels.unavailable}")
+def test_a_sketched_search_gives_the_full_scans_ids_and_scores(sentence_like):
+    ids, x = sentence_like
+    sketched, full = DenseIndex(ids, x), DenseIndex(ids, x, sketch=False)
+    assert sketched.sketch is not None and full.sketch is None
+    for q in sentence_queries(x):
+        for k in (1, 7, 50, 400):
+            assert sketched.search(q, k) == full.search(q, k)  # equal floats: each row scored by the same loop
+        got, want = sketched.search(q, 50), brute_force(ids, x, q, 50)  # ids may differ only where scores tie to 1e-6
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+    tied = sketched.search(x[200], 5)
+    assert [d for d, _ in tied] == ids[200:205]  # twenty exact copies: the smallest ids win
+
+
+def test_without_numba_the_search_is_the_same(sentence_like, monkeypatch):
+    ids, x = sentence_like
+    monkeypatch.setattr(kernels, "available", lambda: False)
+    plain = DenseIndex(ids, x)
+    assert plain.sketch is None and not plain.compiled
+    for q in sentence_queries(x)[:10]:
+        got, want = plain.search(q, 20), brute_force(ids, x, q, 20)
+        np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
 
 
 def test_rows_map_to_their_dialogue_ids(tmp_path):
