@@ -145,12 +145,15 @@ def test_the_sketch_bounds_every_cosine_and_keeps_every_row_of_the_top_k(sentenc
 def test_a_sketched_search_gives_the_full_scans_ids_and_scores(sentence_like):
     ids, x = sentence_like
     sketched, full = DenseIndex(ids, x), DenseIndex(ids, x, sketch=False)
-    assert sketched.sketch is not None and full.sketch is None
+    first = sentence_queries(x)[0]
+    assert sketched.search(first, 50) == full.search(first, 50)
+    assert sketched.nbytes == full.nbytes  # one search scans every row: no sketch built for it
     for q in sentence_queries(x):
         for k in (1, 7, 50, 400):
             assert sketched.search(q, k) == full.search(q, k)  # equal floats: each row scored by the same loop
         got, want = sketched.search(q, 50), brute_force(ids, x, q, 50)  # ids may differ only where scores tie to 1e-6
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
+    assert sketched.nbytes > full.nbytes and full.sketch is None  # built on the second search
     tied = sketched.search(x[200], 5)
     assert [d for d, _ in tied] == ids[200:205]  # twenty exact copies: the smallest ids win
 
