@@ -56,14 +56,23 @@ def _compile():
 
 
 def available() -> bool:
-    """Whether the kernels can run here (numba importable); compiles or loads them on the first call."""
+    """Whether the kernels run here; compiles (or loads) them on the first call, on the argument types the
+    dense search passes, so a numba that is missing or cannot compile shows here, not in a search."""
     global _KERNELS, unavailable
     with _LOCK:
         if _KERNELS is None and unavailable is None:
             try:
-                _KERNELS = _compile()
+                kernels = _compile()
+                import numpy as np
+
+                query, out = np.zeros(4, dtype=np.float32), np.empty(2, dtype=np.float32)
+                kernels[0](np.zeros((2, 4), dtype=np.int8), query, out)
+                kernels[1](np.zeros((2, 4), dtype=np.float32), np.arange(2), query, out)
+                _KERNELS = kernels
             except ImportError as error:
                 unavailable = f"numba is not installed ({error})"
+            except Exception as error:  # numba's compiler errors have no common base class
+                unavailable = f"numba cannot compile the kernels here ({type(error).__name__}: {error})"
     return _KERNELS is not None
 
 

@@ -168,6 +168,21 @@ def test_without_numba_the_search_is_the_same(sentence_like, monkeypatch):
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
 
 
+def test_kernels_that_cannot_compile_leave_the_search_to_numpy(sentence_like, monkeypatch):
+    def broken(*args):
+        raise RuntimeError("no LLVM target for this CPU")
+
+    monkeypatch.setattr(kernels, "_KERNELS", None)
+    monkeypatch.setattr(kernels, "unavailable", None)
+    monkeypatch.setattr(kernels, "_compile", lambda: (broken, broken))
+    assert not kernels.available() and "RuntimeError: no LLVM target" in kernels.unavailable
+    ids, x = sentence_like
+    index = DenseIndex(ids, x)
+    assert not index.compiled and index.sketch is None
+    q = sentence_queries(x)[0]
+    np.testing.assert_allclose([s for _, s in index.search(q, 5)], [s for _, s in brute_force(ids, x, q, 5)], atol=1e-6)
+
+
 def test_rows_map_to_their_dialogue_ids(tmp_path):
     """Graph nodes: several rows per dialogue (`<dialogue>#<node>`); hits name the dialogue, ordered by row id."""
     store = IndexStore(str(tmp_path / "lancedb"), dimension=DIM)
