@@ -44,6 +44,7 @@ class DenseIndex:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         if self.vectors.ndim != 2 or self.vectors.shape[0] != len(self.dialogue_ids):
             raise ValueError("vectors must be a matrix with one row per dialogue id")
+        self.vectors, self.rescaled_rows = _sanitized(self.vectors)
         norms = np.linalg.norm(self.vectors, axis=1)
         self._inverse_norms = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
         self.compiled = kernels.available()
@@ -79,10 +80,15 @@ class DenseIndex:
         q = np.asarray(vector, dtype=np.float32).ravel()
         if q.shape[0] != self.vectors.shape[1]:
             raise ValueError(f"query vector has dimension {q.shape[0]}, the table stores {self.vectors.shape[1]}")
+        if not np.isfinite(q).all():
+            raise ValueError("query vector has non-finite values")
         n = len(self.dialogue_ids)
         if n == 0 or k <= 0:
             return []
-        q_norm = float(np.linalg.norm(q))
+        q_norm = _norm64(q)
+        if q_norm > 0 and not MIN_NORM <= q_norm <= MAX_NORM:  # cosines ignore the scale; float32 does not
+            q = (q / q_norm).astype(np.float32)
+            q_norm = _norm64(q)
         rows = None  # the rows to score exactly: the sketch's candidates, or all
         self._searches += 1
         sketch = self.sketch if self._searches > 1 else self._sketch
@@ -113,6 +119,37 @@ class DenseIndex:
         return out * self._inverse_norms[rows]
 
 
+# Rows and queries are held to norms where float32 products neither overflow nor lose their small terms
+# (a sentence embedding has norm 1); a row outside is rescaled to norm 1 when read, a query when searched.
+MIN_NORM, MAX_NORM = 1e-6, 1e6
+
+
+def _norm64(v: np.ndarray) -> float:
+    """The norm in float64: float32 squares overflow above ~1.8e19 and vanish below ~1e-19."""
+    return float(np.sqrt(np.dot(v.astype(np.float64), v.astype(np.float64))))
+
+
+def _sanitized(vectors: np.ndarray, chunk: int = 16384) -> tuple[np.ndarray, int]:
+    """The vectors with each row that has a non-finite value set to zeros (it then scores 0, like an empty
+    row) and each row whose norm is outside [MIN_NORM, MAX_NORM] rescaled to norm 1 (a copy, only if any
+    row changes), and how many rows changed."""
+    fixes = []
+    for start in range(0, len(vectors), chunk):
+        block = vectors[start:start + chunk]
+        finite = np.isfinite(block).all(axis=1)
+        masked = block if finite.all() else np.where(finite[:, None], block, np.float32(0))
+        norms = np.sqrt(np.einsum("ij,ij->i", masked, masked, dtype=np.float64))
+        outside = finite & (norms > 0) & ((norms < MIN_NORM) | (norms > MAX_NORM))
+        for i in np.flatnonzero(~finite | outside):
+            fixes.append((start + int(i), float(norms[i]) if finite[i] else None))
+    if not fixes:
+        return vectors, 0
+    vectors = vectors.copy()
+    for row, norm in fixes:
+        vectors[row] = 0.0 if norm is None else (vectors[row].astype(np.float64) / norm).astype(np.float32)
+    return vectors, len(fixes)
+
+
 class Int8Sketch:
     """Each row as int8 codes with one scale, and a bound on how far the codes' cosine to a unit query can
     be from the row's: to find the few rows an exact search must score.
@@ -121,9 +158,11 @@ class Int8Sketch:
     approximate cosine minus bound; every row at or above the k-th exact score does (the exact score lies
     within the bounds), ties included. Bound: for a unit query q, x . q = s c . q + (x - s c) . q and
     |(x - s c) . q| <= |x - s c| (Cauchy-Schwarz), scaled by the row's inverse norm; plus float32 rounding
-    of both products over d terms (each within d x 2^-24 of exact for unit vectors), doubled."""
+    of both products over d terms (each within d x 2^-24 of exact for unit vectors) and of the scalings,
+    doubled. Rows and queries are held to norms where float32 neither overflows nor underflows (`_sanitized`,
+    MIN_NORM / MAX_NORM), so the rounding bound holds."""
 
-    ROUNDING_SLACK = 4 * 2.0 ** -24  # per dimension
+    ROUNDING_SLACK = 4 * 2.0 ** -24  # per term: d terms, plus 4 for the scalings and the +-
 
     def __init__(self, vectors: np.ndarray, inverse_norms: np.ndarray, *, chunk: int = 8192):
         n, dimension = vectors.shape
@@ -140,7 +179,7 @@ class Int8Sketch:
             residual[start:start + chunk] = np.linalg.norm(
                 block.astype(np.float64) - codes * s.astype(np.float64)[:, None], axis=1)
         self.row_scale = (scale * inverse_norms).astype(np.float32)  # codes . unit query -> cosine
-        slack = self.ROUNDING_SLACK * dimension
+        slack = self.ROUNDING_SLACK * (dimension + 4)
         self.bound = (residual * inverse_norms + slack).astype(np.float32)  # |exact - approximate| <= bound
 
     @property
@@ -183,6 +222,10 @@ class DenseIndexes:
             if table not in self._indices:
                 self._indices[table] = DenseIndex.load(self.store, table)
             return self._indices[table]
+
+    def in_memory(self, table: str) -> bool:
+        """Whether a search of the table is a search in memory now (read, and not too big to hold)."""
+        return table in self._indices
 
     def search(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):

@@ -131,7 +131,11 @@ def test_the_sketch_bounds_every_cosine_and_keeps_every_row_of_the_top_k(sentenc
         exact = (x.astype(np.float64) @ unit.astype(np.float64)) * inverse
         approximate = np.empty(len(x), dtype=np.float32)
         kernels.int8_scores(sketch.codes, unit.astype(np.float32), approximate)
-        assert np.all(np.abs(approximate * sketch.row_scale - exact) <= sketch.bound)
+        approximate *= sketch.row_scale
+        searched = np.empty(len(x), dtype=np.float32)  # the float32 scores the search ranks by
+        kernels.row_scores(x, np.arange(len(x)), unit.astype(np.float32), searched)
+        for scores in (exact, searched * inverse):
+            assert np.all(np.abs(approximate - scores) <= sketch.bound)
         for k in (1, 10, 50):
             kth = np.sort(exact)[-k]
             must = np.flatnonzero(exact >= kth - 1e-6)  # the top k and everything tied with its last
@@ -153,9 +157,32 @@ def test_a_sketched_search_gives_the_full_scans_ids_and_scores(sentence_like):
             assert sketched.search(q, k) == full.search(q, k)  # equal floats: each row scored by the same loop
         got, want = sketched.search(q, 50), brute_force(ids, x, q, 50)  # ids may differ only where scores tie to 1e-6
         np.testing.assert_allclose([s for _, s in got], [s for _, s in want], atol=1e-6)
-    assert sketched.nbytes > full.nbytes and full.sketch is None  # built on the second search
+    assert sketched.nbytes > full.nbytes  # built on the second search
     tied = sketched.search(x[200], 5)
     assert [d for d, _ in tied] == ids[200:205]  # twenty exact copies: the smallest ids win
+
+
+def test_extreme_magnitudes_are_searched_by_cosine_and_bad_values_refused(sentence_like):
+    ids, x = sentence_like
+    x = x.copy()
+    x[10] *= 1e-22  # float32 squares of these vanish
+    x[11] *= 3e20  # and of these overflow
+    x[12, 0] = np.nan
+    x[13, 5] = np.inf
+    before = x.copy()
+    sketched, full = DenseIndex(ids, x), DenseIndex(ids, x, sketch=False)
+    assert sketched.rescaled_rows == 4 and np.array_equal(x, before, equal_nan=True)  # the caller's array kept
+    unit = before[[10, 11]] / np.linalg.norm(before[[10, 11]].astype(np.float64), axis=1, keepdims=True)
+    np.testing.assert_allclose(sketched.vectors[[10, 11]], unit, atol=1e-6)
+    assert not sketched.vectors[[12, 13]].any()  # non-finite rows score 0, like empty ones
+    for q in [x[10] * 1e-3, x[11], 1e-20 * sentence_queries(x)[1], 1e25 * sentence_queries(x)[2]]:
+        for _ in range(2):  # the first search scans, the second uses the sketch
+            got = sketched.search(q, 20)
+            assert got == full.search(q, 20)
+            assert all(np.isfinite(s) and -1.0 - 1e-6 <= s <= 1.0 + 1e-6 for _, s in got)
+    assert sketched.search(x[10], 1)[0][0] == ids[10]  # its own direction, whatever its scale
+    with pytest.raises(ValueError, match="non-finite"):
+        sketched.search(np.full(x.shape[1], np.nan, dtype=np.float32), 5)
 
 
 def test_without_numba_the_search_is_the_same(sentence_like, monkeypatch):
