@@ -123,8 +123,8 @@ class Sarag:
         self._load_warehouse()
         self._cluster_index = None
         self._cluster_model = None
-        # the two channel jobs (BM25, the route) of two searches at once: none waits for a free worker
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sarag-search")
+        # BM25, the route and (until their vectors are read) the three dense searches: none waits for a worker
+        self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="sarag-search")
 
     # ---- opening ----------------------------------------------------------------------------------
 
@@ -228,9 +228,14 @@ class Sarag:
         vector = self.embed(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
+        dense = [(name, table) for name, table in (("table_row", TABLE_ROWS), ("issue", ISSUE_DOCUMENTS),
+                                                     ("solution", SOLUTION_DOCUMENTS)) if name in on]
+        for name, table in dense:  # to be read first, or searched by LanceDB (too big to hold): side by side
+            if not self.dense.in_memory(table):
+                jobs[name] = self._pool.submit(self._dense, table, vector, depth)
         lists = {}
-        for name, table in (("table_row", TABLE_ROWS), ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS)):
-            if name in on:  # ~2 ms each at 100k rows: here, rather than wait for a worker to get the GIL
+        for name, table in dense:  # in memory: ~2 ms each at 100k rows, here rather than wait for the GIL
+            if name not in jobs:
                 lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {}
