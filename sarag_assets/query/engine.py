@@ -501,11 +501,11 @@ class RowShares:
 
 def _limit_query_threads() -> int | None:
     """The threads a query is encoded on (SARAG_QUERY_THREADS, default 1; ONNX Runtime's or torch's),
-    after limiting the BLAS library the dense searches' matrix products run on to as many. One short
-    query gains nothing from more, and on a busy 2-core machine two torch threads made one query take
-    ~1 s instead of ~30 ms, two BLAS threads one 100k-row product 8 ms instead of 5 (measured by the
-    search-latency benchmark; the channels already run side by side). Process-wide: 0 (None returned)
-    leaves the libraries' defaults."""
+    after limiting the BLAS library (the cluster route's products; the dense searches' too when numba is
+    missing, `query.kernels`) to as many. One short query gains nothing from more, and on a busy 2-core
+    machine two torch threads made one query take ~1 s instead of ~30 ms, two BLAS threads one 100k-row
+    product 8 ms instead of 5 (measured by the search-latency benchmark; the channels already run side by
+    side). Process-wide: 0 (None returned) leaves the libraries' defaults."""
     if os.environ.get("SARAG_QUERY_THREADS", "").strip() == "0":
         return None
     threads = env_int("SARAG_QUERY_THREADS", 1)
