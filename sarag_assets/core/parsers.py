@@ -65,6 +65,7 @@ __all__ = [
     "parse_file",
     "count_records",
     "role_of_label",
+    "role_hint_of_label",
     "is_neutral_label",
     "resolve_roles",
 ]
@@ -140,6 +141,18 @@ def role_of_label(label: str) -> Role | None:
     return "user" if role_words[-1] in USER_WORDS else "agent"
 
 
+def role_hint_of_label(label: str) -> Role | None:
+    """The side a label names beside a personal name ("Agent Priya", "Mod_Pauline", "customer_john"):
+    role words of one side only, any other words taken as a name. None without role words or with
+    both sides' ("support_user"). Weaker than `role_of_label`: used only to settle a conversation
+    whose other speakers are named by role words."""
+    if not isinstance(label, str):
+        return None
+    words = _label_words(label)
+    sides = {"user" if w in USER_WORDS else "agent" for w in words if w in USER_WORDS or w in AGENT_WORDS}
+    return sides.pop() if len(sides) == 1 else None  # type: ignore[return-value]
+
+
 def is_neutral_label(label: str) -> bool:
     """True for labels that are neither role words nor personal names ("Speaker 1", "A", "2")."""
     return bool(_NEUTRAL_RE.match(label.strip()))
@@ -191,7 +204,7 @@ def _asking_speaker(turns: list[_RawTurn]) -> str:
 def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
     """Roles for turns whose role is not fixed yet; returns (roles, how they were inferred).
 
-    Raises ``_Reject`` when role words and unknown labels are mixed in one conversation.
+    Raises ``_Reject`` when a conversation mixes role words with a label that names no side.
     """
     label_role: dict[str, Role] = {}
     for t in turns:
@@ -213,6 +226,11 @@ def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
             else:
                 used_vocabulary = True
         roles.append(r)
+    if unknown and (label_role or used_vocabulary):
+        # "customer" beside "Agent Priya": the name carries its side; a bare "dave_99" stays ambiguous
+        hints = {u: h for u in unknown if (h := role_hint_of_label(u)) is not None}
+        roles = [hints.get(t.speaker) if r is None else r for t, r in zip(turns, roles)]
+        unknown = [u for u in unknown if u not in hints]
     if unknown:
         if label_role or used_vocabulary:
             known = sorted({t.speaker for t, r in zip(turns, roles) if r is not None})

@@ -16,6 +16,7 @@ from sarag_assets.core.parsers import (
     detect_format,
     iter_records,
     parse_file,
+    role_hint_of_label,
     role_of_label,
 )
 
@@ -465,6 +466,23 @@ def test_unknown_speaker_labels_mixed_with_role_words(tmp_path):
     reason = only_reason(parsed)
     assert reason.startswith("dialogue 'mixed': ambiguous speaker label(s) 'dave_99': not role words")
     assert parsed.quarantined[0].position == 2
+
+
+def test_names_carrying_a_role_word_settle_a_conversation_of_role_words(tmp_path):
+    chat = conv("chat", ("customer", "My screen flickers."), ("Agent Priya", "Update the driver."),
+                ("Mod_Pauline", "Moved to the display forum."), ("customer", "Done, thanks."))
+    parsed = parse_file(write_lines(tmp_path / "c.jsonl", [chat]))
+    (c,) = parsed.conversations
+    assert [t.role for t in c.turns] == ["user", "agent", "agent", "user"]
+
+
+@pytest.mark.parametrize(
+    "label, side",
+    [("Agent Priya", "agent"), ("Mod_Pauline", "agent"), ("SupportDana", "agent"), ("customer_john", "user"),
+     ("dave_99", None), ("support_user", None), ("Kenneth Gold", None)],
+)
+def test_role_hint_of_label(label, side):
+    assert role_hint_of_label(label) == side
 
 
 def test_explicit_role_wins_over_labels(tmp_path):
