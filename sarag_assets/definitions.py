@@ -9,11 +9,12 @@ from sarag_assets.defs.automation import (
     stale_rows_backfill,
 )
 from sarag_assets.defs.evaluation import evaluation_job, preference_pairs, table_quality_report
-from sarag_assets.defs.indices import feature_clusters, lancedb_indices
+from sarag_assets.defs.indices import feature_clusters, lancedb_indices, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
     cluster_job,
     govern_metadata_job,
+    value_mentions_job,
     index_batch_job,
     ingest_batch_job,
     optimize_indices_job,
@@ -28,9 +29,10 @@ from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, 
 defs = dg.Definitions(
     assets=[
         ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-        feature_clusters, lancedb_indices, table_quality_report, preference_pairs, retrieval_evaluation,
+        feature_clusters, value_mentions, lancedb_indices, table_quality_report, preference_pairs, retrieval_evaluation,
     ],
-    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, optimize_indices_job,
+    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
+          optimize_indices_job,
           evaluation_job, retrieval_evaluation_job],
     sensors=[inbox_sensor, automation_sensor],
     schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],

@@ -132,6 +132,11 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("n_representatives", "BIGINT NOT NULL"),
         ("model_version", "VARCHAR NOT NULL"),
     ],
+    # Unpartitioned, replaced whole by value_mentions.
+    "value_mentions": [
+        ("value", "VARCHAR NOT NULL"),
+        ("conversations", "BIGINT NOT NULL"),
+    ],
     "cluster_models": [
         ("model_version", "VARCHAR NOT NULL"),
         ("model", "BLOB NOT NULL"),

@@ -1,4 +1,5 @@
-"""Retrieval side: feature_clusters (unpartitioned, incremental) and lancedb_indices[batch]."""
+"""Retrieval side: feature_clusters (unpartitioned, incremental), value_mentions (unpartitioned) and
+lancedb_indices[batch]."""
 
 import dagster as dg
 
@@ -7,6 +8,7 @@ from sarag_assets.core.cluster_stage import save_cluster_update, update_clusters
 from sarag_assets.core.clusters import ClusterModel, oversized_clusters
 from sarag_assets.core.index_documents import batch_index_rows, linearized_rows, with_vectors
 from sarag_assets.core.indices import IndexStore, vector_health
+from sarag_assets.core.value_mentions import count_mentions, table_cells
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, EmbedderResource, SaragHome, Structuring
@@ -71,6 +73,34 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
                   "largest_share": float(big["share"].max()) if big.height else
                   float((sizes["size"] / sizes["size"].sum() * sizes["view"].n_unique()).max()) if sizes.height else 0.0},
     )
+
+
+@dg.asset(
+    deps=["validated_rows"],
+    group_name="retrieval",
+    kinds={"duckdb"},
+    pool=DUCKDB_POOL,
+    automation_condition=ON_DEPENDENCY_CHANGE,
+    description="For every short value of the governed table, how many current conversations mention it: "
+    "the query module trusts a value named in a question as far as the rows holding it cover them.",
+)
+def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
+    home = sarag_home.home()
+    with warehouse.connect(home.warehouse) as con:
+        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        names = [c.name for c in metadata.columns]
+        cells, n_rows = table_cells(con, names)
+        texts = con.execute("SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) "
+                            "FROM current_dialogues GROUP BY 1").fetchall()
+    mentions = count_mentions(cells, n_rows, texts)
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.replace_table(con, "value_mentions", mentions)
+    counts = mentions["conversations"]
+    return dg.MaterializeResult(metadata={
+        "values": mentions.height,
+        "conversations": n_rows,
+        "median_mentions": float(counts.median()) if mentions.height else 0.0,
+    })
 
 
 @dg.asset(

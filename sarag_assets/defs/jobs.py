@@ -41,6 +41,13 @@ cluster_job = dg.define_asset_job(
     description="Update the T-RAG feature clusters.",
 )
 
+# Unpartitioned: count the conversations mentioning each table value (the query module's trust in it).
+value_mentions_job = dg.define_asset_job(
+    "value_mentions_job",
+    selection=dg.AssetSelection.assets("value_mentions"),
+    description="Count how many current conversations mention each short value of the governed table.",
+)
+
 
 @dg.op(description="Compact the LanceDB tables and bring their indices up to date.")
 def optimize_lancedb(context: dg.OpExecutionContext, sarag_home: SaragHome):

@@ -8,7 +8,7 @@ from sarag_assets.defs.resources import SaragHome
 
 
 @dg.asset(
-    deps=["lancedb_indices", "feature_clusters"],
+    deps=["lancedb_indices", "feature_clusters", "value_mentions"],
     group_name="evaluation",
     kinds={"python"},
     description="The sarag eval report (baselines text_freq/bm25/dense and the query module's sdr/table/trag/"

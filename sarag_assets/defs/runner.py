@@ -94,6 +94,12 @@ def land_and_process(
         )
         if not run.success:
             outcome.failed.append("feature_clusters")
+    if _outdated(instance, "value_mentions", ["validated_rows"], None):
+        run = defs.resolve_job_def("value_mentions_job").execute_in_process(
+            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
+        )
+        if not run.success:
+            outcome.failed.append("value_mentions")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
         run = defs.resolve_job_def("evaluation_job").execute_in_process(
@@ -101,7 +107,7 @@ def land_and_process(
         )
         if not run.success:
             outcome.failed.append("evaluation")
-    if _outdated(instance, "retrieval_evaluation", ["lancedb_indices", "feature_clusters"], None):
+    if _outdated(instance, "retrieval_evaluation", ["lancedb_indices", "feature_clusters", "value_mentions"], None):
         run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )

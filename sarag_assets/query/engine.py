@@ -5,7 +5,7 @@ are read once (DuckDB opened read-only and closed again, so a running pipeline i
 is opened for reading. The dense channels' vectors are read from it on the first search and searched
 exactly in memory (`query.dense`); full-text search asks LanceDB each time. So an opened home is a
 snapshot, except for full-text hits: reopen it to search batches materialized since.
-`search(query, k)` fuses six channels into one ranking:
+`search(query, k)` fuses seven channels into one ranking:
 
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
@@ -17,10 +17,15 @@ snapshot, except for full-text hits: reopen it to search batches materialized si
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
   release near the one named); ties by the other channels' fused score. This is how "that one" in the
-  latest turn still selects the product named three turns ago.
+  latest turn still selects the product named three turns ago;
+- ``node_text``: BM25 over the dialogue graphs' nodes (LanceDB ``graph_nodes``: each unit's issue text and
+  answer, close to the conversation's own words), a conversation scored by its best node. The table keeps
+  only what its columns hold; this channel still finds a conversation by what the table left out.
 
 Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
-values is boosted by ``1 + entity_boost x share`` (the share of the mentioned values it holds); ties are
+values is boosted by ``1 + entity_boost x trust x share`` (the share of the mentioned values it holds);
+``trust`` (also the factor on table_match's weight) is how completely the table holds the named values
+(rows holding each over the conversations mentioning it, `_table_trust`); ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 weighted mean of the turns' embeddings (`understanding` says the weights: the latest turn most), each turn
 encoded by ONNX Runtime (`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
@@ -42,7 +47,7 @@ from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, n
                                               resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home, env_int
 
-CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
+CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match", "node_text")
 RRF_K = 60
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
@@ -151,6 +156,9 @@ class Sarag:
             self._cluster_bytes = stored[0] if stored else None
             self._assignments = con.execute("SELECT * FROM cluster_assignments").pl() \
                 if self._cluster_bytes else None
+            # none in a home built before value_mentions existed: every value is then trusted fully
+            self._mentions = dict(con.execute("SELECT value, conversations FROM value_mentions").fetchall()) \
+                if "value_mentions" in _tables(con) else {}
         self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
@@ -225,6 +233,8 @@ class Sarag:
         jobs = {}
         if "full_text" in on:  # needs no vector: BM25 runs on the other core while the query is embedded
             jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
+        if "node_text" in on:
+            jobs["node_text"] = self._pool.submit(self._node_text, parsed.full_text(), depth)
         vector = self.embed(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
@@ -239,7 +249,7 @@ class Sarag:
                 lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {}
-        for name in ("table_row", "full_text", "cluster_route"):
+        for name in ("table_row", "full_text", "cluster_route", "node_text"):
             if name in lists:
                 ranked[name] = lists[name]
         if "issue" in lists or "solution" in lists:
@@ -250,9 +260,11 @@ class Sarag:
         fused = _rrf(ranked, weights)
         if "table_match" in on and parsed.entities:
             shares = self._entity_shares(parsed)
+            trust = self._table_trust(parsed)
             ranked["table_match"] = shares.top(depth, fused, self._row_position)
+            weights["table_match"] = weights.get("table_match", 1.0) * trust
             fused = _rrf(ranked, weights)
-            fused = shares.boost(fused, settings.entity_boost, self._row_position)
+            fused = shares.boost(fused, settings.entity_boost * trust, self._row_position)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
@@ -394,6 +406,33 @@ class Sarag:
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch
         return [(h["dialogue_id"], float(h["score"])) for h in hits]
+
+    def _node_text(self, text: str, depth: int) -> list[tuple[str, float]]:
+        """BM25 over the dialogue graphs' nodes (a unit's issue text and answer), a conversation scored
+        by its best node. Asks for more nodes than conversations: most have one to three."""
+        best: dict[str, float] = {}
+        for hit in self.store.text_search(GRAPH_NODES, text, 4 * depth, columns=["dialogue_id"]):
+            d, score = hit["dialogue_id"], float(hit["score"])
+            if score > best.get(d, float("-inf")):
+                best[d] = score
+        return sorted(best.items(), key=lambda x: (-x[1], x[0]))[:depth]
+
+    def _table_trust(self, parsed: Query) -> float:
+        """How far the table stands for the values the query names: each value's rows holding it over the
+        conversations mentioning it (`ValueLexicon.trust`, from the value_mentions asset), averaged with
+        the weights the values have in the match. Scales the table_match channel and the boost, so a
+        table that caught a common word, or missed most conversations naming a product, cannot
+        promote the few rows that hold it."""
+        total = trusted = 0.0
+        for e in parsed.entities:
+            key = normalize(e.value)
+            held = len(self.lexicon.rows(e.column, key))
+            if not held:
+                continue
+            gain = e.weight * e.closeness * self.lexicon.idf(held)
+            total += gain
+            trusted += gain * self.lexicon.trust(e.column, key, self._mentions)
+        return trusted / total if total > 0 else 1.0
 
     def _route(self, parsed: Query, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
         index = self._clusters()

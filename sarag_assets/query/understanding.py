@@ -359,6 +359,30 @@ class ValueLexicon:
     def idf(self, df: int) -> float:
         return math.log(1.0 + self.n_rows / max(df, 1))
 
+    def values(self) -> set[str]:
+        """Every normalized value the lexicon holds (whatever its column)."""
+        return set(self._by_ngram)
+
+    def mentioned(self, text: str) -> set[str]:
+        """The normalized values whose words occur in ``text`` (any n-gram, no longest-match rule)."""
+        toks = tokens(text)
+        found = set()
+        for size in range(1, min(self.max_tokens, len(toks)) + 1):
+            for start in range(0, len(toks) - size + 1):
+                gram = " ".join(toks[start:start + size])
+                if gram in self._by_ngram:
+                    found.add(gram)
+        return found
+
+    def trust(self, column: str, normalized_value: str, mentions: Mapping[str, int]) -> float:
+        """How far the table can stand for a value: the rows holding it in ``column`` over the
+        conversations whose text mentions it (at most 1; 1 when the count is unknown). "Docker 24.0"
+        held by every conversation that names it: 1; the word "works", extracted once but written in
+        thirty conversations: 1/30."""
+        mentioning = mentions.get(normalized_value, 0)
+        held = len(self.rows(column, normalized_value))
+        return min(1.0, held / mentioning) if mentioning > 0 else 1.0
+
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not
         matched again); one entity per (column, value), from the turn that weighs most."""

@@ -172,3 +172,35 @@ def test_eval_scores_a_single_channel_when_asked(built_home, generated_queries):
     report = score_systems(built_home.root, queries, ["only_solution", "sarag"]).to_dict()
     assert list(report["systems"]) == ["only_solution", "sarag"]
     assert report["systems"]["only_solution"] != report["systems"]["sarag"]
+
+
+def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_its_rows_up_less(built_home,
+                                                                                           generated_queries):
+    from sarag_assets.query.engine import Sarag
+    from sarag_assets.query.understanding import normalize
+
+    with Sarag(built_home) as engine:
+        assert engine._mentions, "the pipeline's value_mentions asset counted the table's values"
+        query = next(q for q in generated_queries if q["kind"] == "single" and
+                     len(engine.understand(q["turns"]).entities) == 1)
+        (entity,) = engine.understand(query["turns"]).entities
+        key = normalize(entity.value)
+        held = len(engine.lexicon.rows(entity.column, key))
+        assert engine._mentions[key] >= held  # the semantic gate keeps only values the text holds
+        trusted = {h.dialogue_id: h.score for h in engine.search(query["turns"], 20)}
+        engine._mentions[key] = 10 * held  # as if nine in ten conversations naming it had no row holding it
+        assert engine._table_trust(engine.understand(query["turns"])) == pytest.approx(0.1)
+        doubted = {h.dialogue_id: h.score for h in engine.search(query["turns"], 20)}
+    holders = [d for d in trusted if engine.rows[d].get(entity.column) == entity.value and d in doubted]
+    assert holders and all(doubted[d] < trusted[d] for d in holders)
+
+
+def test_the_dialogue_graph_text_channel_finds_conversations_by_their_own_words(engine, built_home):
+    import duckdb
+
+    with duckdb.connect(str(built_home.warehouse), read_only=True) as con:
+        dialogue_id, issue = con.execute("SELECT dialogue_id, issue FROM graph_nodes ORDER BY dialogue_id, node_id "
+                                         "LIMIT 1").fetchone()
+    hits = engine.search(issue, 5, settings=SearchSettings.only("node_text"))
+    assert dialogue_id in [h.dialogue_id for h in hits]
+    assert all(set(h.channels) == {"node_text"} for h in hits)
