@@ -959,6 +959,8 @@ _KEY_SYNONYMS_TO_SIGNAL = {
 
 
 def _valid_key(k: str) -> bool:
+    if is_placeholder_only(k):
+        return False  # "user1: try sudo": a chat line addressed to someone (redacted nick), not a field
     words = k.lower().split()
     if not 1 <= len(words) <= 4:
         return False

@@ -233,6 +233,8 @@ def test_key_values():
         ("os", "Windows 11"),
     ]
     assert sig.find_key_values("Forgot to say: the carrier is late.\nNote: nothing") == []
+    # a chat line addressed to someone whose nick was redacted is not a field named after them
+    assert sig.find_key_values("user1: install the cuda toolkit\nagent2: no, reboot") == []
 
 
 def test_statements():
