@@ -204,7 +204,8 @@ def _asking_speaker(turns: list[_RawTurn]) -> str:
 def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
     """Roles for turns whose role is not fixed yet; returns (roles, how they were inferred).
 
-    Raises ``_Reject`` when a conversation mixes role words with a label that names no side.
+    Raises ``_Reject`` when a conversation mixes a user named by a role word with a label that names no
+    side (another user, or a helper?).
     """
     label_role: dict[str, Role] = {}
     for t in turns:
@@ -231,6 +232,10 @@ def resolve_roles(turns: list[_RawTurn]) -> tuple[list[Role], str]:
         hints = {u: h for u in unknown if (h := role_hint_of_label(u)) is not None}
         roles = [hints.get(t.speaker) if r is None else r for t, r in zip(turns, roles)]
         unknown = [u for u in unknown if u not in hints]
+        if unknown and "user" not in roles:
+            # a thread of handles with a bot or a moderator in it: the first handle to speak asks, as in a
+            # thread of names only; the other handles help
+            return ["user" if t.speaker == unknown[0] else r or "agent" for t, r in zip(turns, roles)], "opener"
     if unknown:
         if label_role or used_vocabulary:
             known = sorted({t.speaker for t, r in zip(turns, roles) if r is not None})

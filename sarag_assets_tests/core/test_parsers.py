@@ -476,6 +476,14 @@ def test_names_carrying_a_role_word_settle_a_conversation_of_role_words(tmp_path
     assert [t.role for t in c.turns] == ["user", "agent", "agent", "user"]
 
 
+def test_handles_beside_a_bot_and_a_moderator_read_as_a_thread(tmp_path):
+    thread = conv("t", ("xXSniperXx", "Game crashes on launch."), ("Helper-Bot", "Try verifying files."),
+                  ("gamer42", "Same here."), ("mod_renzo", "Disable the overlay."), ("xXSniperXx", "That fixed it."))
+    parsed = parse_file(write_lines(tmp_path / "t.jsonl", [thread]))
+    (c,) = parsed.conversations
+    assert [t.role for t in c.turns] == ["user", "agent", "agent", "agent", "user"]
+
+
 @pytest.mark.parametrize(
     "label, side",
     [("Agent Priya", "agent"), ("Mod_Pauline", "agent"), ("SupportDana", "agent"), ("customer_john", "user"),
