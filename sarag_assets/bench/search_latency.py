@@ -157,8 +157,7 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
     depth = max(engine.settings.depth, 5 * k)
     stages: dict[str, list[float]] = {s: [] for s in (
         "understand", "embed (cache emptied)", "table_row (dense)", "issue (dense)", "solution (dense)",
-        "full_text (BM25)", "node_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages",
-        "search (same query)")}
+        "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
     for turns in queries:
         ms_u, parsed = _timed(engine.understand, turns)
         _clear_embedding_cache(engine)
@@ -169,7 +168,6 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
             "issue (dense)": _timed(engine._dense, ISSUE_DOCUMENTS, vector, depth)[0],
             "solution (dense)": _timed(engine._dense, SOLUTION_DOCUMENTS, vector, depth)[0],
             "full_text (BM25)": _timed(engine._text, TABLE_ROWS, parsed.full_text(), depth)[0],
-            "node_text (BM25)": _timed(engine._node_text, parsed.full_text(), depth)[0],
             "cluster_route": _timed(engine._route, parsed, vector, depth)[0],
             "table_match (entity shares)": _timed(engine._entity_shares, parsed)[0] if parsed.entities else 0.0,
         }

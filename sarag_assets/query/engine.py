@@ -5,7 +5,7 @@ are read once (DuckDB opened read-only and closed again, so a running pipeline i
 is opened for reading. The dense channels' vectors are read from it on the first search and searched
 exactly in memory (`query.dense`); full-text search asks LanceDB each time. So an opened home is a
 snapshot, except for full-text hits: reopen it to search batches materialized since.
-`search(query, k)` fuses seven channels into one ranking:
+`search(query, k)` fuses six channels into one ranking:
 
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
@@ -17,10 +17,7 @@ snapshot, except for full-text hits: reopen it to search batches materialized si
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
   release near the one named); ties by the other channels' fused score. This is how "that one" in the
-  latest turn still selects the product named three turns ago;
-- ``node_text``: BM25 over the dialogue graphs' nodes (LanceDB ``graph_nodes``: each unit's issue text and
-  answer, close to the conversation's own words), a conversation scored by its best node. The table keeps
-  only what its columns hold; this channel still finds a conversation by what the table left out.
+  latest turn still selects the product named three turns ago.
 
 Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
 values is boosted by ``1 + entity_boost x trust x share`` (the share of the mentioned values it holds);
@@ -47,7 +44,7 @@ from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, n
                                               resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home, env_int
 
-CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match", "node_text")
+CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
 RRF_K = 60
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
@@ -233,8 +230,6 @@ class Sarag:
         jobs = {}
         if "full_text" in on:  # needs no vector: BM25 runs on the other core while the query is embedded
             jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
-        if "node_text" in on:
-            jobs["node_text"] = self._pool.submit(self._node_text, parsed.full_text(), depth)
         vector = self.embed(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
@@ -249,7 +244,7 @@ class Sarag:
                 lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {}
-        for name in ("table_row", "full_text", "cluster_route", "node_text"):
+        for name in ("table_row", "full_text", "cluster_route"):
             if name in lists:
                 ranked[name] = lists[name]
         if "issue" in lists or "solution" in lists:
@@ -406,16 +401,6 @@ class Sarag:
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch
         return [(h["dialogue_id"], float(h["score"])) for h in hits]
-
-    def _node_text(self, text: str, depth: int) -> list[tuple[str, float]]:
-        """BM25 over the dialogue graphs' nodes (a unit's issue text and answer), a conversation scored
-        by its best node. Asks for more nodes than conversations: most have one to three."""
-        best: dict[str, float] = {}
-        for hit in self.store.text_search(GRAPH_NODES, text, 4 * depth, columns=["dialogue_id"]):
-            d, score = hit["dialogue_id"], float(hit["score"])
-            if score > best.get(d, float("-inf")):
-                best[d] = score
-        return sorted(best.items(), key=lambda x: (-x[1], x[0]))[:depth]
 
     def _table_trust(self, parsed: Query) -> float:
         """How far the table stands for the values the query names: each value's rows holding it over the

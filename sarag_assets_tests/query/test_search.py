@@ -194,13 +194,3 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
     holders = [d for d in trusted if engine.rows[d].get(entity.column) == entity.value and d in doubted]
     assert holders and all(doubted[d] < trusted[d] for d in holders)
 
-
-def test_the_dialogue_graph_text_channel_finds_conversations_by_their_own_words(engine, built_home):
-    import duckdb
-
-    with duckdb.connect(str(built_home.warehouse), read_only=True) as con:
-        dialogue_id, issue = con.execute("SELECT dialogue_id, issue FROM graph_nodes ORDER BY dialogue_id, node_id "
-                                         "LIMIT 1").fetchone()
-    hits = engine.search(issue, 5, settings=SearchSettings.only("node_text"))
-    assert dialogue_id in [h.dialogue_id for h in hits]
-    assert all(set(h.channels) == {"node_text"} for h in hits)
