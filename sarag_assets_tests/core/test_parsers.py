@@ -736,3 +736,18 @@ def test_name_labeled_chat_opened_by_the_helper_makes_the_second_speaker_the_use
     ]}) + "\n", encoding="utf-8")
     (conv,) = parse_file(path).conversations
     assert [t.role for t in conv.turns] == ["agent", "user", "agent"]
+
+
+OOD_SETS = Path(__file__).resolve().parent.parent / "data" / "ood"
+
+
+@pytest.mark.parametrize("name", ["devchat", "smarthome", "gaming", "banking"])
+def test_the_written_out_of_domain_sets_land_whole(name):
+    """Help-desk chats ("customer" / "Agent Priya"), forum threads with a bot and a moderator, IRC logs:
+    every conversation gets roles, with its asker as the user."""
+    path = OOD_SETS / name / "corpus.jsonl"
+    parsed = parse_file(path)
+    assert parsed.quarantined == []
+    assert len(parsed.conversations) == sum(1 for _ in path.open(encoding="utf-8"))
+    for c in parsed.conversations:
+        assert c.turns[0].role == "user" or any(t.role == "user" for t in c.turns[:3]), c.dialogue_id
