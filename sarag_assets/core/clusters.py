@@ -50,7 +50,13 @@ iterations). The seed is the query's semantic similarity sharpened by a softmax,
 similarity clipped at 0, uniform if none is positive). A flat seed lets damping 0.85 hand the ranking to
 the graph's hubs: on 200 single-answer queries over 2,000 synthetic rows recall@10 was 0.21 with the
 plain similarity seed, 0.46 with the softmax seed (ranking the candidates by similarity alone: 0.46).
-Scores sum to 1 over the candidate set. For speed the graph is built on a ``graph_dims`` (64) sketch of
+The score is then the personalized PageRank over the walk's query-independent visit rate
+(`visit_baseline`: ``(1 - d) / n + d * degree / sum(degree)``), i.e. how much more the query's walk visits
+a conversation than any walk does. With the personalized PageRank alone the hubs still won: a candidate
+similar to many others outranked the conversations the query is about (the route alone, R@3 on the
+generated benchmark and two written out-of-domain sets: 0.186 / 0.519 / 0.505 with the plain score,
+0.199 / 0.651 / 0.597 relative to the visit rate; ranking the same candidates by similarity alone:
+0.201 / 0.668 / 0.644). For speed the graph is built on a ``graph_dims`` (64) sketch of
 the semantic vectors (top right-singular vectors of the fit rows, re-normalized; on those rows its
 cosines correlate 0.999 with the 384-d ones, 85% of top-10 neighbours agree); the seed similarities are
 exact. ``graph_dims`` = None uses the exact vectors. The route runs with one BLAS thread (``blas_threads``):
@@ -809,6 +815,20 @@ def similarity_graph(vectors: np.ndarray, tau: float = 0.3, top_n: int = 10) -> 
     return a.maximum(a.T).tocsr()
 
 
+def visit_baseline(adjacency: sparse.spmatrix, damping: float = 0.85) -> np.ndarray:
+    """How often a walk on the graph visits each node whatever the query: ``(1 - d) / n + d * degree /
+    sum(degree)`` (a random walk on a symmetric graph visits nodes in proportion to their weighted degree;
+    the teleporting share is spread evenly). Uniform when the graph has no edges."""
+    n = adjacency.shape[0]
+    if n == 0:
+        return np.zeros(0, dtype=np.float64)
+    degree = np.asarray(adjacency.sum(axis=1), dtype=np.float64).ravel()
+    total = degree.sum()
+    if total <= 0:
+        return np.full(n, 1.0 / n)
+    return (1.0 - damping) / n + damping * degree / total
+
+
 def personalized_pagerank(adjacency: sparse.spmatrix, personalization: np.ndarray, damping: float = 0.85,
                           *, tol: float = 1e-8, max_iter: int = 100) -> np.ndarray:
     """PageRank with teleport to ``personalization`` (normalized; uniform if it sums to 0). Rows of the
@@ -959,7 +979,8 @@ class ClusterIndex:
         graph = similarity_graph(self.graph_vectors[candidates], tau, top_n)
         temperature = cfg.seed_temperature
         seed = np.clip(sims, 0.0, None) if temperature is None else np.exp((sims - sims.max()) / temperature)
-        scores = personalized_pagerank(graph, seed, damping)
+        # relative to the walk's query-independent visits: where the query's walk goes more than any walk
+        scores = personalized_pagerank(graph, seed, damping) / visit_baseline(graph, damping)
         order = np.lexsort((candidates, -scores))
         if top_k is not None:
             order = order[:top_k]
