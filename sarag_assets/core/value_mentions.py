@@ -16,6 +16,7 @@ from typing import Iterable
 
 import polars as pl
 
+from sarag_assets.core import warehouse
 from sarag_assets.query.understanding import ValueLexicon
 
 SCHEMA = {"value": pl.String, "conversations": pl.Int64}
@@ -23,14 +24,8 @@ SCHEMA = {"value": pl.String, "conversations": pl.Int64}
 
 def table_cells(con, columns: list[str]) -> tuple[list[tuple[str, str, str]], int]:
     """(dialogue_id, column, value as text) of every non-null cell of `conversation_table` in ``columns``
-    (read as the query module reads them), and the number of rows."""
-    known = {r[0] for r in con.execute(
-        "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_table'").fetchall()}
-    names = [n for n in columns if n in known]
-    if not known:
-        return [], 0
-    select = ", ".join(f'CAST("{n}" AS VARCHAR) AS "{n}"' for n in names)
-    table = con.execute(f"SELECT dialogue_id{', ' + select if select else ''} FROM conversation_table").fetchall()
+    (read as the query module reads them, `warehouse.wide_rows`), and the number of rows."""
+    names, table = warehouse.wide_rows(con, columns)
     cells = [(r[0], n, v) for r in table for n, v in zip(names, r[1:]) if v is not None]
     return cells, len(table)
 

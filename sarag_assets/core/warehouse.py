@@ -344,6 +344,25 @@ def replace_failures(con: duckdb.DuckDBPyConnection, batch_key: str, stage: str,
                           conform("structuring_failures", frame))
 
 
+def wide_rows(con: duckdb.DuckDBPyConnection, columns: list[str]) -> tuple[list[str], list[tuple]]:
+    """The ``columns`` that `conversation_table` has (in the order given) and its rows, in dialogue id
+    order: (dialogue_id, one value as text or None per column). ([], []) before the view exists."""
+    known = {r[0] for r in con.execute(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_table'").fetchall()}
+    if not known:
+        return [], []
+    names = [n for n in columns if n in known]
+    select = "".join(f', CAST("{n}" AS VARCHAR) AS "{n}"' for n in names)
+    return names, con.execute(f"SELECT dialogue_id{select} FROM conversation_table ORDER BY dialogue_id").fetchall()
+
+
+def conversation_texts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
+    """(dialogue_id, text) of every current conversation: its stored (redacted) turns joined in order."""
+    return con.execute(
+        "SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) FROM current_dialogues GROUP BY 1"
+    ).fetchall()
+
+
 def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
     ensure_schema(con)
     cols = ", ".join(f'"{c}"' for c, _ in TABLES[table])

@@ -26,12 +26,13 @@ def _current_table(con, columns):
     return linearized_rows(table, columns)
 
 
+# Unpartitioned, read every current row, write the warehouse: rebuilt when any batch's rows changed.
+_OVER_ALL_ROWS = dict(deps=["validated_rows"], group_name="retrieval", kinds={"duckdb"}, pool=DUCKDB_POOL,
+                      automation_condition=ON_DEPENDENCY_CHANGE)
+
+
 @dg.asset(
-    deps=["validated_rows"],
-    group_name="retrieval",
-    kinds={"duckdb"},
-    pool=DUCKDB_POOL,
-    automation_condition=ON_DEPENDENCY_CHANGE,
+    **_OVER_ALL_ROWS,
     description="T-RAG: every current conversation's linearized row in three feature views (semantic, "
     "structural, heuristic), each clustered with KMeans; new rows join the nearest centroid, a refit "
     "happens on drift and daily.",
@@ -76,11 +77,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
 
 
 @dg.asset(
-    deps=["validated_rows"],
-    group_name="retrieval",
-    kinds={"duckdb"},
-    pool=DUCKDB_POOL,
-    automation_condition=ON_DEPENDENCY_CHANGE,
+    **_OVER_ALL_ROWS,
     description="For every short value of the governed table, how many current conversations mention it: "
     "the query module trusts a value named in a question as far as the rows holding it cover them.",
 )
@@ -90,8 +87,7 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         names = [c.name for c in metadata.columns]
         cells, n_rows = table_cells(con, names)
-        texts = con.execute("SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) "
-                            "FROM current_dialogues GROUP BY 1").fetchall()
+        texts = warehouse.conversation_texts(con)
     mentions = count_mentions(cells, n_rows, texts)
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_table(con, "value_mentions", mentions)

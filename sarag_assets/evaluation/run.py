@@ -119,10 +119,7 @@ def raw_texts(warehouse: Path) -> dict[str, str]:
     from sarag_assets.core import warehouse as wh
 
     with wh.connect(warehouse, read_only=True) as con:
-        rows = con.execute(
-            "SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) FROM current_dialogues GROUP BY 1"
-        ).fetchall()
-    return dict(rows)
+        return dict(wh.conversation_texts(con))
 
 
 @dataclass

@@ -140,22 +140,16 @@ class Sarag:
             self.metadata_version = state[0] if state else None
             self.columns = [{"name": c["name"], "type": c.get("type", "string"),
                              "description": c.get("meaning") or c.get("description") or ""} for c in columns]
-            names = [c["name"] for c in self.columns]
-            known = {r[0] for r in con.execute(
-                "SELECT column_name FROM information_schema.columns WHERE table_name = 'conversation_table'").fetchall()}
-            names = [n for n in names if n in known]
-            select = ", ".join(f'CAST("{n}" AS VARCHAR) AS "{n}"' for n in names)
-            table = con.execute(
-                f"SELECT dialogue_id{', ' + select if select else ''} FROM conversation_table ORDER BY dialogue_id"
-            ).fetchall()
+            names, table = warehouse.wide_rows(con, [c["name"] for c in self.columns])
+            tables = _tables(con)
             stored = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone() \
-                if "cluster_models" in _tables(con) else None
+                if "cluster_models" in tables else None
             self._cluster_bytes = stored[0] if stored else None
             self._assignments = con.execute("SELECT * FROM cluster_assignments").pl() \
                 if self._cluster_bytes else None
             # none in a home built before value_mentions existed: every value is then trusted fully
             self._mentions = dict(con.execute("SELECT value, conversations FROM value_mentions").fetchall()) \
-                if "value_mentions" in _tables(con) else {}
+                if "value_mentions" in tables else {}
         self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
@@ -414,7 +408,7 @@ class Sarag:
             held = len(self.lexicon.rows(e.column, key))
             if not held:
                 continue
-            gain = e.weight * e.closeness * self.lexicon.idf(held)
+            gain = value_gain(e, held, self.lexicon.idf)
             total += gain
             trusted += gain * self.lexicon.trust(e.column, key, self._mentions)
         return trusted / total if total > 0 else 1.0
@@ -444,6 +438,11 @@ class Sarag:
                              self.lexicon.idf, self.row_ids)
 
 
+def value_gain(entity, held: int, idf) -> float:
+    """What a named value weighs in the table match: its turn's weight x its closeness x idf(rows holding it)."""
+    return entity.weight * entity.closeness * idf(held)
+
+
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
     x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
@@ -457,7 +456,7 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
     positions, gains = [], []
     for group in groups.values():
         held = [(positions_of(e), e) for e in group]
-        held = [(rows, g) for rows, e in held if len(rows) and (g := e.weight * e.closeness * idf(len(rows))) > 0]
+        held = [(rows, g) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
         if not held:
             continue
         rows = np.concatenate([r for r, _ in held])
