@@ -24,8 +24,8 @@ values is boosted by ``1 + entity_boost x trust x share`` (the share of the ment
 ``trust`` (also the factor on table_match's weight) is how completely the table holds the named values
 (rows holding each over the conversations mentioning it, `_table_trust`); ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
-weighted mean of the turns' embeddings (`understanding` says the weights: the latest turn most), each turn
-encoded by ONNX Runtime (`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
+embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
+(`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
 """
 
 from __future__ import annotations
@@ -204,12 +204,9 @@ class Sarag:
         return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:
-        texts = parsed.weighted_texts()
-        vectors = self.embedder.encode([t for t, _ in texts])
-        weights = np.array([w for _, w in texts], dtype=np.float32)[:, None]
-        v = (vectors * weights).sum(axis=0)
+        v = np.asarray(self.embedder.encode([parsed.embedding_text()])[0], dtype=np.float32)
         norm = float(np.linalg.norm(v))
-        return (v / norm if norm > 0 else v).astype(np.float32)
+        return v / norm if norm > 0 else v
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits

@@ -3,8 +3,10 @@
 A conversation query is read as a whole (cTBLS): the latest turn is what is asked now, earlier turns say
 what "it" / "that one" is. Two things come out of it:
 
-- the texts that are embedded and searched: the latest turn weighs most, earlier user turns less the
-  further back they are, helper turns least (a helper's guess in the query is not the asker's fact);
+- the text that is embedded: the turns in order, read together (`Query.embedding_text`), so the model
+  reads "can I get them back?" in the light of the turns before it; and the text full-text search sees;
+- turn weights: the latest turn weighs most, earlier user turns less the further back they are, helper
+  turns least (a helper's guess in the query is not the asker's fact);
 - entities: values of the governed table's columns (product, model, version, error code, plan, ...)
   mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
   from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
@@ -35,6 +37,9 @@ LATEST_WEIGHT = 1.0
 EARLIER_USER_WEIGHT = 0.8  # the user turn just before the latest; further back decays by DECAY per turn
 EARLIER_AGENT_WEIGHT = 0.2
 DECAY = 0.85
+# About what the embedding model reads (256 word pieces of English); the model cuts the rest, so a longer
+# conversation loses its earliest turns here rather than its latest there.
+EMBEDDED_CHARS = 1200
 
 USER_LABELS = {"user", "customer", "client", "asker", "me", "human", "caller", "requester"}
 
@@ -89,8 +94,23 @@ class Query:
         """Every turn, the latest first: what full-text search sees."""
         return "\n".join(t.text for t in reversed(self.turns))
 
-    def weighted_texts(self) -> list[tuple[str, float]]:
-        return [(t.text, t.weight) for t in self.turns if t.text.strip()]
+    def embedding_text(self, max_chars: int = EMBEDDED_CHARS) -> str:
+        """The turns in order, one per line, as the query vector's text: the latest turn and as many turns
+        before it as fit in ``max_chars`` (the latest alone is cut to it). One text rather than a mean of
+        each turn's vector: a follow-up such as "can I get them back?" says little on its own, and the
+        model relates it to the turns it follows (on every evaluation set, each dense channel found more
+        gold conversations this way; README, *How a query is read*)."""
+        kept: list[str] = []
+        used = 0
+        for turn in reversed(self.turns):
+            text = turn.text.strip()
+            if not text:
+                continue
+            if kept and used + len(text) + 1 > max_chars:
+                break
+            kept.append(text[:max_chars])
+            used += len(kept[-1]) + 1
+        return "\n".join(reversed(kept))
 
 
 def normalize(text: str) -> str:

@@ -21,6 +21,19 @@ def test_latest_turn_weighs_most_and_helper_turns_least():
     assert weights[0] < weights[2]  # further back, less
 
 
+def test_the_embedded_text_is_the_turns_in_order_and_a_long_one_loses_its_earliest_turns():
+    turns = [{"speaker": "user", "text": "my router drops wifi every hour"},
+             {"speaker": "agent", "text": "   "},
+             {"speaker": "agent", "text": "Which firmware is it on?"},
+             {"speaker": "user", "text": "can I get it fixed?"}]
+    assert read_query(turns).embedding_text() == \
+        "my router drops wifi every hour\nWhich firmware is it on?\ncan I get it fixed?"
+    # the budget keeps the latest turns whole and drops from the start
+    assert read_query(turns).embedding_text(max_chars=50) == "Which firmware is it on?\ncan I get it fixed?"
+    long_latest = read_query([{"speaker": "user", "text": "earlier"}, {"speaker": "user", "text": "x" * 80}])
+    assert long_latest.embedding_text(max_chars=50) == "x" * 50
+
+
 def test_names_the_table_ties_together_count_as_one_thing():
     lexicon = ValueLexicon(CELLS, 10)
     q = read_query([
