@@ -20,9 +20,11 @@ snapshot, except for full-text hits: reopen it to search batches materialized si
   latest turn still selects the product named three turns ago.
 
 Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
-values is boosted by ``1 + entity_boost x trust x share`` (the share of the mentioned values it holds);
-``trust`` (also the factor on table_match's weight) is how completely the table holds the named values
-(rows holding each over the conversations mentioning it, `_table_trust`); ties are
+values is boosted by ``1 + entity_boost x trust² x share`` (the share of the mentioned values it holds);
+``trust`` is how completely the table holds the named values (rows holding each over the conversations
+mentioning it, `_table_trust`), and its square (also the factor on table_match's weight) is the net
+good of lifting the holders: they rise above the conversations not naming the values (right), and above
+the share ``1 - trust`` of those naming them whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
 (`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
@@ -246,11 +248,11 @@ class Sarag:
         fused = _rrf(ranked, weights)
         if "table_match" in on and parsed.entities:
             shares = self._entity_shares(parsed)
-            trust = self._table_trust(parsed)
+            say = self._table_trust(parsed) ** 2
             ranked["table_match"] = shares.top(depth, fused, self._row_position)
-            weights["table_match"] = weights.get("table_match", 1.0) * trust
+            weights["table_match"] = weights.get("table_match", 1.0) * say
             fused = _rrf(ranked, weights)
-            fused = shares.boost(fused, settings.entity_boost * trust, self._row_position)
+            fused = shares.boost(fused, settings.entity_boost * say, self._row_position)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
@@ -396,9 +398,9 @@ class Sarag:
     def _table_trust(self, parsed: Query) -> float:
         """How far the table stands for the values the query names: each value's rows holding it over the
         conversations mentioning it (`ValueLexicon.trust`, from the value_mentions asset), averaged with
-        the weights the values have in the match. Scales the table_match channel and the boost, so a
-        table that caught a common word, or missed most conversations naming a product, cannot
-        promote the few rows that hold it."""
+        the weights the values have in the match. Its square scales the table_match channel and the
+        boost, so a table that caught a common word, or missed most conversations naming a product,
+        cannot promote the few rows that hold it."""
         total = trusted = 0.0
         for e in parsed.entities:
             key = normalize(e.value)
