@@ -1,7 +1,7 @@
 """Reading a query: a string or a whole conversation, with entities carried from earlier turns. No Dagster.
 
 A conversation query is read as a whole (cTBLS): the latest turn is what is asked now, earlier turns say
-what "it" / "that one" is. Two things come out of it:
+what "it" / "that one" is. Three things come out of it:
 
 - the text that is embedded: the turns in order, read together (`Query.embedding_text`), so the model
   reads "can I get them back?" in the light of the turns before it; and the text full-text search sees;
