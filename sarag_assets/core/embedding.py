@@ -157,6 +157,16 @@ class Embedder:
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]
 
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text``: its word pieces (with the special ones) within the
+        model's length, past which both runtimes cut the end."""
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.fits(text)
+        model = self._torch_model()
+        pieces = model.tokenizer(text.strip(), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        return len(pieces) <= int(model.max_seq_length)
+
 
 _DEFAULT: Embedder | None = None
 

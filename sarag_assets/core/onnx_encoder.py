@@ -172,6 +172,10 @@ class OnnxSentenceEncoder:
                 out[i] = vector / max(np.linalg.norm(vector), 1e-12)
         return out
 
+    def fits(self, text: str) -> bool:
+        """Whether ``text`` is read whole (nothing cut at the model's length)."""
+        return not self.tokenizer.encode(self._prepare(text)).overflowing
+
     def _prepare(self, text: str) -> str:
         text = text.strip()  # sentence-transformers strips before tokenizing
         return text.lower() if self.lower_case else text

@@ -42,7 +42,7 @@ import numpy as np
 
 from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
 from sarag_assets.query.dense import DEFAULT_MAX_ROWS, DenseIndexes
-from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, normalize, read_query,
+from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, normalize, read_query, readable_text,
                                               resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home, env_int
 
@@ -206,7 +206,8 @@ class Sarag:
         return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:
-        v = np.asarray(self.embedder.encode([parsed.embedding_text()])[0], dtype=np.float32)
+        text = readable_text(parsed.embedding_text(), getattr(self.embedder, "fits", None))
+        v = np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
         norm = float(np.linalg.norm(v))
         return v / norm if norm > 0 else v
 

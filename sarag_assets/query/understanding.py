@@ -113,6 +113,15 @@ class Query:
         return "\n".join(reversed(kept))
 
 
+def readable_text(text: str, fits) -> str:
+    """``text`` without its earliest lines until the model reads it whole (``fits(text)``; None: as it is).
+    The query's character budget (`Query.embedding_text`) can still be too long in scripts of about one
+    word piece per character, and the model would cut the end: the latest turn."""
+    while fits is not None and "\n" in text and not fits(text):
+        text = text.split("\n", 1)[1]
+    return text
+
+
 def normalize(text: str) -> str:
     """Lowercase, accents kept, punctuation between word pieces kept (1.2.3, E-1234), spaces collapsed."""
     return " ".join(tokens(text))

@@ -54,6 +54,16 @@ def test_texts_sharing_a_run_get_the_vectors_they_get_alone(tmp_path, fresh_enco
     assert np.abs(together - alone).max() < 1e-6
 
 
+def test_both_runtimes_say_alike_whether_the_model_reads_a_text_whole(tmp_path, fresh_encoders):
+    encoder = load(model_path(DEFAULT_MODEL), lambda: _load(DEFAULT_MODEL), cache_dir=tmp_path)
+    torch = Embedder(runtime="torch")
+    cjk = "设备无法连接网络，重启路由器以后还是一样。" * 20  # 420 characters, about one word piece each
+    for text in ["my router keeps rebooting", "word " * 200, "word " * 300, cjk, cjk[:100]]:
+        assert encoder.fits(text) == torch.fits(text)
+    assert encoder.fits("word " * 200) and not encoder.fits("word " * 300)  # 256 pieces with [CLS] and [SEP]
+    assert not encoder.fits(cjk) and encoder.fits(cjk[:100])
+
+
 def test_a_text_shares_a_run_only_while_its_padding_costs_less_than_a_run():
     lengths = [5, 30, 8, 200, 12, 30, 190]
     groups = length_groups(lengths, 20)

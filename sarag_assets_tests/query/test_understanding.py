@@ -3,7 +3,7 @@ older/newer releases."""
 
 from __future__ import annotations
 
-from sarag_assets.query.understanding import (ValueLexicon, model_codes, read_query, resolve_contrast,
+from sarag_assets.query.understanding import (ValueLexicon, model_codes, read_query, readable_text, resolve_contrast,
                                               resolve_version_direction, version_parts)
 
 CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
@@ -127,3 +127,12 @@ def test_the_older_or_newer_release_is_read_against_the_release_named_earlier():
                  "Is it fixed in the newer version 5.0.0?"):  # no cue; not a direction; names its own release
         plain = _direction("Helix VPN drops on version 4.7.2.", last)
         assert plain.notes == [] and "4.7.2" in plain.turns[0].text
+
+
+def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_latest():
+    def fits(text):  # as a model reading 20 characters would say
+        return len(text) <= 20
+
+    assert readable_text("first turn\nsecond\nthe latest", fits) == "second\nthe latest"
+    assert readable_text("a single line longer than twenty", fits) == "a single line longer than twenty"  # cut by the model
+    assert readable_text("first turn\nsecond\nthe latest", None) == "first turn\nsecond\nthe latest"
