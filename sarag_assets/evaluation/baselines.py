@@ -301,26 +301,15 @@ class DenseRetriever(_Ranked):
             self._embedder = default_embedder()
         return self._embedder
 
-    def _max_pieces(self) -> int | None:
-        try:
-            from sarag_assets.core.embedding import _load
-
-            return int(_load(self.embedder.model_name).max_seq_length)
-        except Exception:  # a custom embedder without a sentence-transformers model behind it
-            return None
-
     def _truncated_share(self, texts: Sequence[str]) -> float | None:
-        limit = self._max_pieces()
-        if limit is None:
+        """Share of texts longer than the model reads (`Embedder.fits`); None for an embedder that cannot say."""
+        fits = getattr(self.embedder, "fits", None)
+        if fits is None:
             return None
-        from sarag_assets.core.embedding import _load
-
-        tokenizer = _load(self.embedder.model_name).tokenizer
-        cut = 0
-        for start in range(0, len(texts), 256):
-            enc = tokenizer(list(texts[start : start + 256]), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
-            cut += sum(len(ids) > limit for ids in enc)
-        return cut / len(texts)
+        try:
+            return sum(not fits(t) for t in texts) / len(texts)
+        except Exception:  # a custom model without a tokenizer to count with
+            return None
 
     def fit(self, docs: Iterable[tuple[str, str]], *, measure_truncation: bool = True) -> "DenseRetriever":
         start = time.perf_counter()
