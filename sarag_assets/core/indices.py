@@ -1,9 +1,10 @@
 """The LanceDB index layer: one table per retrieval view, written per batch, searched three ways. No Dagster.
 
 Tables (`TABLES`): `table_rows` (linearized conversation rows), `issue_documents` and `solution_documents`
-(SDR pseudo-documents), `graph_nodes` (dialogue-graph nodes). Every row carries the common columns
+(SDR pseudo-documents), `graph_nodes` (dialogue-graph nodes), `conversation_passages` (turn windows of the
+conversation's own text) and `conversation_texts` (its whole text). Every row carries the common columns
 
-    id            string, the primary key (`<dialogue_id>`, or `<dialogue_id>#<node_id>` for graph nodes)
+    id            string, the primary key (`<dialogue_id>`, `<dialogue_id>#<node_id>` for graph nodes, `<dialogue_id>#p<n>` for passages)
     dialogue_id   string
     batch_key     string, the partition that wrote the row
     content_hash  string, a hash of everything that determines the row (text, vector model, extras)
@@ -59,7 +60,9 @@ TABLE_ROWS = "table_rows"
 ISSUE_DOCUMENTS = "issue_documents"
 SOLUTION_DOCUMENTS = "solution_documents"
 GRAPH_NODES = "graph_nodes"
-TABLES = (TABLE_ROWS, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, GRAPH_NODES)
+CONVERSATION_PASSAGES = "conversation_passages"
+CONVERSATION_TEXTS = "conversation_texts"
+TABLES = (TABLE_ROWS, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, GRAPH_NODES, CONVERSATION_PASSAGES, CONVERSATION_TEXTS)
 
 COMMON_COLUMNS = ("id", "dialogue_id", "batch_key", "content_hash", "text", "vector")
 DEFAULT_DIMENSION = 384
@@ -137,7 +140,7 @@ def ann_parameters(num_rows: int, dimension: int) -> dict[str, int]:
 
 
 class IndexStore:
-    """The four LanceDB tables under one `uri`; see the module docstring for the contract.
+    """The LanceDB tables under one `uri`; see the module docstring for the contract.
 
     `read_consistency_interval_s`: 0 (default) re-checks the latest table version on every read, so a
     long-lived store sees other writers at once; None never re-checks (fastest, for a snapshot);

@@ -363,6 +363,13 @@ def conversation_texts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     ).fetchall()
 
 
+def current_turns(con: duckdb.DuckDBPyConnection, batch_key: str) -> pl.DataFrame:
+    """The stored (redacted) turns of a batch's current conversations: dialogue_id, batch_key, turn_index, text."""
+    return con.execute(
+        "SELECT dialogue_id, batch_key, turn_index, text FROM current_dialogues WHERE batch_key = ? "
+        "ORDER BY dialogue_id, turn_index", [batch_key]).pl()
+
+
 def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
     ensure_schema(con)
     cols = ", ".join(f'"{c}"' for c, _ in TABLES[table])

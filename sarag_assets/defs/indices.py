@@ -6,7 +6,7 @@ import dagster as dg
 from sarag_assets.core import warehouse
 from sarag_assets.core.cluster_stage import save_cluster_update, update_clusters
 from sarag_assets.core.clusters import ClusterModel, oversized_clusters
-from sarag_assets.core.index_documents import batch_index_rows, linearized_rows, with_vectors
+from sarag_assets.core.index_documents import batch_index_rows, encode_tables, linearized_rows
 from sarag_assets.core.indices import IndexStore, vector_health
 from sarag_assets.core.value_mentions import count_mentions, table_cells
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
@@ -106,8 +106,9 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     kinds={"lancedb"},
     pool=DUCKDB_POOL,
     automation_condition=ON_DEPENDENCY_CHANGE,
-    description="LanceDB tables table_rows, issue_documents, solution_documents and graph_nodes for the batch's "
-    "current conversations (text, vector, ids back to DuckDB), with native full-text indices.",
+    description="LanceDB tables for the batch's current conversations (text, vector, ids back to DuckDB), with "
+    "native full-text indices: their own words (conversation_passages, conversation_texts) and the structured "
+    "views (table_rows, issue_documents, solution_documents, graph_nodes).",
     check_specs=[
         dg.AssetCheckSpec("index_counts_match_sources", asset="lancedb_indices", blocking=True),
         dg.AssetCheckSpec("no_duplicate_ids", asset="lancedb_indices", blocking=True),
@@ -126,13 +127,14 @@ def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
         table = con.execute("SELECT * FROM conversation_table WHERE batch_key = ?", [key]).pl()
         documents = warehouse.read_batch(con, "pseudo_documents", key)
         nodes = warehouse.read_batch(con, "graph_nodes", key)
-    rows = batch_index_rows(linearized_rows(table, columns), documents, nodes, current_ids)
+        turns = warehouse.current_turns(con, key)
     encoder = embedder.embedder(home)
+    rows = batch_index_rows(linearized_rows(table, columns), documents, nodes, current_ids, turns,
+                            getattr(encoder, "fits", None))
     store = IndexStore(str(home.lancedb), dimension=encoder.dimension)
     written, outcomes = {}, {}
-    for name, frame in rows.tables.items():
-        vectors = encoder.encode(frame["text"].to_list())
-        result = store.replace_batch(name, key, with_vectors(frame, vectors), superseded_dialogue_ids=current_ids)
+    for name, frame in encode_tables(rows, encoder.encode).items():
+        result = store.replace_batch(name, key, frame, superseded_dialogue_ids=current_ids)
         store.ensure_indices(name)
         written[name] = result.as_dict()
         stored_ids, stored_vectors = store.vectors(name, key)  # what LanceDB holds now, not what was sent

@@ -20,7 +20,7 @@ def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHom
     from sarag_assets.core import warehouse
     from sarag_assets.evaluation.queries import load_queries
     from sarag_assets.evaluation.report import render_bar_chart, render_markdown
-    from sarag_assets.evaluation.run import BASELINES, QUERY_SYSTEMS, score_systems
+    from sarag_assets.evaluation.run import BASELINES, QUERY_SYSTEMS, TEXT_SYSTEMS, score_systems
 
     home = sarag_home.home()
     benchmarks = sorted(home.root.glob("generated/*/queries.jsonl"))
@@ -39,14 +39,15 @@ def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHom
             "reason": "no generated benchmark whose conversations are all in this home "
                       f"(found {len(benchmarks)}, skipped: {', '.join(skipped) or 'none'})",
         })
-    report = score_systems(home.root, queries, BASELINES + QUERY_SYSTEMS, log=context.log.info)
+    report = score_systems(home.root, queries, BASELINES + TEXT_SYSTEMS + QUERY_SYSTEMS, log=context.log.info)
     home.reports.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(report, title="Retrieval evaluation (generated benchmark)")
     (home.reports / "retrieval_evaluation.md").write_text(markdown, encoding="utf-8")
     report.write_json(home.reports / "retrieval_evaluation.json")
     chart = render_bar_chart(report, home.reports / "retrieval_evaluation_r3.png")
     image = base64.b64encode(chart.read_bytes()).decode("ascii")
-    sarag, best_text = report.systems["sarag"], max(report.systems[b]["R@3"] for b in BASELINES)
+    sarag = report.systems["sarag"]
+    best_text = max(report.systems[b]["R@3"] for b in BASELINES + TEXT_SYSTEMS)
     return dg.MaterializeResult(metadata={
         "evaluated": True,
         "benchmarks": ", ".join(p.parent.name for p in benchmarks if p.parent.name not in skipped),

@@ -4,6 +4,9 @@ Systems (the names are a contract; other tools read them):
 
 - ``text_freq``, ``bm25``, ``dense``: baselines over the raw text of each current conversation, as the
   pipeline stored it (redacted turns joined), with the whole query conversation as the query text;
+- ``dense_passages``: the query module with only the dense passage channel (each conversation by its best
+  passage); ``hybrid``: only the two text channels (dense passages and BM25 over each conversation's whole
+  text), fused by the product's own rule. Both read what the people wrote, nothing derived;
 - ``sdr``: the query module with only the issue and solution pseudo-document channels;
 - ``table``: only the table-row channels (dense, full text, and the matches on mentioned values);
 - ``trag``: only the cluster route (best cluster per view, then personalized PageRank);
@@ -27,9 +30,11 @@ from pathlib import Path
 from typing import Callable, Iterator, Sequence
 
 BASELINES = ("text_freq", "bm25", "dense")
+# Text only, searched the way the product searches its text channels (same passages, same fusion rule)
+TEXT_SYSTEMS = ("dense_passages", "hybrid")
 QUERY_SYSTEMS = ("sdr", "table", "trag", "sarag")
 ABLATIONS = {"sarag_no_governance": {"SARAG_GOVERNANCE": "fixed"}, "sarag_no_gates": {"SARAG_GATES": "off"}}
-SYSTEMS = BASELINES + QUERY_SYSTEMS + tuple(ABLATIONS)
+SYSTEMS = BASELINES + TEXT_SYSTEMS + QUERY_SYSTEMS + tuple(ABLATIONS)
 # One query channel alone (`--systems only_issue,...`): not in the default set, for asking whether the fused
 # ranking beats each channel on your own queries.
 CHANNEL_PREFIX = "only_"
@@ -42,6 +47,10 @@ class EvalError(RuntimeError):
 def query_settings(system: str):
     from sarag_assets.query.engine import SearchSettings
 
+    if system == "dense_passages":
+        return SearchSettings.only("passages")
+    if system == "hybrid":
+        return SearchSettings.only("passages", "conversation_text")
     if system == "sdr":
         return SearchSettings.only("issue", "solution")
     if system == "table":

@@ -35,19 +35,22 @@ from __future__ import annotations
 import json
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
+from sarag_assets.core.indices import (CONVERSATION_PASSAGES, CONVERSATION_TEXTS, GRAPH_NODES, ISSUE_DOCUMENTS,
+                                      SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore)
 from sarag_assets.query.dense import DEFAULT_MAX_ROWS, DenseIndexes
+from sarag_assets.query.fusion import fuse
 from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, normalize, read_query, readable_text,
                                               resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home, env_int
 
-CHANNELS = ("table_row", "full_text", "issue", "solution", "cluster_route", "table_match")
-RRF_K = 60
+CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution", "cluster_route",
+            "table_match")
+PASSAGES_PER_CONVERSATION = 4  # passages read per conversation wanted: a long thread has several near the top
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
 
@@ -64,9 +67,7 @@ class LLMRequired(RuntimeError):
 class SearchSettings:
     channels: frozenset[str] = frozenset(CHANNELS)
     alpha: float = DEFAULT_ALPHA  # issue side weight in the SDR fusion
-    weights: Mapping[str, float] = field(default_factory=lambda: {c: 1.0 for c in CHANNELS})
     depth: int = 50  # candidates asked of each channel (at least 5k)
-    entity_boost: float = 1.0  # fused score x (1 + entity_boost x share of the mentioned values a row holds)
 
     def __post_init__(self):
         unknown = set(self.channels) - set(CHANNELS)
@@ -222,13 +223,17 @@ class Sarag:
         depth = max(settings.depth, 5 * k)
         on = settings.channels
         jobs = {}
-        if "full_text" in on:  # needs no vector: BM25 runs on the other core while the query is embedded
-            jobs["full_text"] = self._pool.submit(self._text, TABLE_ROWS, parsed.full_text(), depth)
+        # BM25 needs no vector: it runs on the other core while the query is embedded
+        for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
+            if name in on:
+                jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
         vector = self.embed(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
-        dense = [(name, table) for name, table in (("table_row", TABLE_ROWS), ("issue", ISSUE_DOCUMENTS),
-                                                     ("solution", SOLUTION_DOCUMENTS)) if name in on]
+        dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
+                                                     ("conversation", CONVERSATION_TEXTS), ("table_row", TABLE_ROWS),
+                                                     ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS))
+                 if name in on]
         for name, table in dense:  # to be read first, or searched by LanceDB (too big to hold): side by side
             if not self.dense.in_memory(table):
                 jobs[name] = self._pool.submit(self._dense, table, vector, depth)
@@ -237,23 +242,22 @@ class Sarag:
             if name not in jobs:
                 lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
-        ranked: dict[str, list[tuple[str, float]]] = {}
-        for name in ("table_row", "full_text", "cluster_route"):
-            if name in lists:
-                ranked[name] = lists[name]
+        ranked: dict[str, list[tuple[str, float]]] = {
+            name: lists[name] for name in ("passages", "conversation", "conversation_text", "table_row", "full_text",
+                                           "cluster_route")
+            if name in lists}
         if "issue" in lists or "solution" in lists:
             ranked["sdr"] = _alpha_fuse(lists.get("issue", []), lists.get("solution", []), settings.alpha,
                                         "issue" in lists, "solution" in lists)
-        weights = dict(settings.weights)
-        weights["sdr"] = max(weights.get("issue", 1.0), weights.get("solution", 1.0))
-        fused = _rrf(ranked, weights)
+        fused = fuse(ranked)
         if "table_match" in on and parsed.entities:
             shares = self._entity_shares(parsed)
-            say = self._table_trust(parsed) ** 2
             ranked["table_match"] = shares.top(depth, fused, self._row_position)
-            weights["table_match"] = weights.get("table_match", 1.0) * say
-            fused = _rrf(ranked, weights)
-            fused = shares.boost(fused, settings.entity_boost * say, self._row_position)
+            if fused:
+                fused = shares.lift(fused, self._table_trust(parsed) ** 2, self._row_position,
+                                    joining=[d for d, _ in ranked["table_match"]])
+            else:  # the table match alone: its own order
+                fused = {d: -i for i, (d, _) in enumerate(ranked["table_match"])}
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
@@ -390,7 +394,14 @@ class Sarag:
     # ---- channels -----------------------------------------------------------------------------------
 
     def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
-        return self.dense.search(table, vector, depth)
+        if table != CONVERSATION_PASSAGES:
+            return self.dense.search(table, vector, depth)
+        # several passages per conversation: deep enough for `depth` conversations, each by its best passage
+        best: dict[str, float] = {}
+        for dialogue_id, score in self.dense.search(table, vector, PASSAGES_PER_CONVERSATION * depth):
+            if dialogue_id not in best:
+                best[dialogue_id] = score
+        return list(best.items())[:depth]
 
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch
@@ -503,7 +514,7 @@ class RowShares:
         table positions are in id order)."""
         if not len(self.positions):
             return []
-        tie = np.zeros(len(self.positions))
+        tie = np.full(len(self.positions), -np.inf)  # fused scores can be negative (z-scores)
         known = [(position[d], f) for d, f in fused.items() if d in position]
         if known:
             at = np.array([p for p, _ in known], dtype=np.int64)
@@ -514,12 +525,24 @@ class RowShares:
         return [(self.row_ids[p], float(s)) for p, s in zip(self.positions[order].tolist(),
                                                              self.shares[order].tolist())]
 
-    def boost(self, fused: Mapping[str, float], factor: float, position: Mapping[str, int]) -> dict[str, float]:
-        """``score x (1 + factor x share)`` for every fused row."""
+    def lift(self, fused: Mapping[str, float], factor: float, position: Mapping[str, int],
+             joining: Sequence[str] = ()) -> dict[str, float]:
+        """``score + factor x share`` for every fused row; the ``joining`` rows (the match's best) that no
+        channel returned join at the lowest fused score, lifted the same way."""
+        out = dict(fused)
+        if not len(self.positions) or factor <= 0:
+            return out
+        floor = min(fused.values(), default=0.0)
         ids = list(fused)
         at = np.array([position.get(d, -1) for d in ids], dtype=np.int64)
-        shares = self._at(at)
-        return {d: fused[d] * (1.0 + factor * float(x)) for d, x in zip(ids, shares.tolist())}
+        for d, x in zip(ids, self._at(at).tolist()):
+            out[d] = fused[d] + factor * float(x)
+        new = [d for d in joining if d not in fused]
+        if new:
+            at = np.array([position[d] for d in new], dtype=np.int64)
+            for d, x in zip(new, self._at(at).tolist()):
+                out[d] = floor + factor * float(x)
+        return out
 
 
 def _limit_query_threads() -> int | None:
@@ -560,12 +583,3 @@ def _alpha_fuse(issue: list[tuple[str, float]], solution: list[tuple[str, float]
     scores = {d: alpha * by_issue.get(d, floor_i) + (1 - alpha) * by_solution.get(d, floor_s)
               for d in set(by_issue) | set(by_solution)}
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
-
-
-def _rrf(ranked: Mapping[str, Sequence[tuple[str, float]]], weights: Mapping[str, float]) -> dict[str, float]:
-    fused: dict[str, float] = {}
-    for name, hits in ranked.items():
-        w = weights.get(name, 1.0)
-        for rank, (dialogue_id, _) in enumerate(hits, start=1):
-            fused[dialogue_id] = fused.get(dialogue_id, 0.0) + w / (RRF_K + rank)
-    return fused
