@@ -9,7 +9,7 @@ with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and mater
 partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so
 the asset's checks are included; summed over partitions and runs) and divides the conversations the
 asset covered (`n`: every asset sees every conversation once) by it. Next to `lancedb_indices` it puts the
-embedding model's own speed on the same texts the index step encoded: the texts now in the four LanceDB
+embedding model's own speed on the same texts the index step encoded: the texts now in the LanceDB
 tables, encoded again per batch and table, in the order the asset encodes them, with a fresh `Embedder`
 without a cache and the resource's batch size (model load excluded).
 
@@ -32,11 +32,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from sarag_assets.core.indices import CONVERSATION_TEXTS, TABLES
+
+# the tables whose texts lancedb_indices encodes (a conversation text's vector is its passages' mean)
+LANCEDB_TABLES = tuple(t for t in TABLES if t != CONVERSATION_TEXTS)
+
 # Steps whose name is not the asset's: the ingest step materializes two assets.
 STEP_ASSETS = {"ingest_batch": "raw_dialogues + quarantine"}
 STEP_ORDER = ("ingest_batch", "candidate_schemas", "pseudo_documents", "dialogue_graphs", "governed_metadata",
               "validated_rows", "lancedb_indices", "feature_clusters")
-LANCEDB_TABLES = ("table_rows", "issue_documents", "solution_documents", "graph_nodes")
 
 
 class LoadSampler:
@@ -263,7 +267,7 @@ def as_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {label} | {parts} | {a['seconds']:,.1f} | {a['conversations_per_second']:,} |")
     e = report["embedding_model"]
     lines.append(
-        f"| *embedding model alone* ({e['texts_encoded']:,} distinct texts of the four LanceDB tables, "
+        f"| *embedding model alone* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
         f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second']:,} "
         f"({e['texts_per_second']:,} texts / s) |"
     )

@@ -32,7 +32,7 @@ Writes <home>/reports/search_latency.json and prints a markdown table.
 materialized (`build_replicated_home`): every conversation of BASE appears R times (copy 0 as it is,
 copies 1..R-1 with the dialogue id and batch key suffixed `~r<i>`) in the DuckDB tables the query side
 reads (raw_dialogues, validated_rows, pseudo_documents, graph_nodes, graph_edges; governance_state and
-metadata_versions copied once), and in the four LanceDB tables, written through `IndexStore.replace_batch`
+metadata_versions copied once), and in every LanceDB table, written through `IndexStore.replace_batch`
 and indexed by `IndexStore.ensure_indices` (IVF_PQ sized for the new row count, native FTS), the
 vectors of copies 1..R-1 moved by Gaussian noise of expected cosine `--noise-cos` (0.9) to the original
 and re-normalized (so the ANN index and KMeans do not see exact duplicates); the cluster model is then

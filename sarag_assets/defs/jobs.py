@@ -31,7 +31,7 @@ refresh_rows_job = dg.define_asset_job(
 index_batch_job = dg.define_asset_job(
     "index_batch_job",
     selection=dg.AssetSelection.assets("lancedb_indices"),
-    description="Replace one batch's rows in the four LanceDB tables.",
+    description="Replace one batch's rows in every LanceDB table.",
 )
 
 # Unpartitioned: cluster the current rows (assign new ones; refit when configured or on drift).

@@ -5,8 +5,14 @@ are read once (DuckDB opened read-only and closed again, so a running pipeline i
 is opened for reading. The dense channels' vectors are read from it on the first search and searched
 exactly in memory (`query.dense`); full-text search asks LanceDB each time. So an opened home is a
 snapshot, except for full-text hits: reopen it to search batches materialized since.
-`search(query, k)` fuses six channels into one ranking:
+`search(query, k)` fuses these channels into one ranking (`query.fusion`), the conversation's own text
+first:
 
+- ``passages``: dense search over the conversation's passages (LanceDB ``conversation_passages``), each
+  conversation scored by its best passage;
+- ``conversation``: dense search over each whole conversation (``conversation_texts``: the mean of its
+  passages' vectors);
+- ``conversation_text``: BM25 over each conversation's whole redacted text (``conversation_texts``);
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
 - ``issue`` / ``solution``: dense search over the SDR pseudo-documents, fused per conversation as
@@ -16,15 +22,16 @@ snapshot, except for full-text hits: reopen it to search batches materialized si
   over the candidates' similarity graph (`sarag_assets.core.clusters.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named); ties by the other channels' fused score. This is how "that one" in the
-  latest turn still selects the product named three turns ago.
+  release near the one named). This is how "that one" in the latest turn still selects the product
+  named three turns ago.
 
-Fusion is weighted reciprocal-rank fusion, ``sum_c w_c / (60 + rank_c)``, then a row holding mentioned
-values is boosted by ``1 + entity_boost x trust² x share`` (the share of the mentioned values it holds);
-``trust`` is how completely the table holds the named values (rows holding each over the conversations
-mentioning it, `_table_trust`), and its square (also the factor on table_match's weight) is the net
-good of lifting the holders: they rise above the conversations not naming the values (right), and above
-the share ``1 - trust`` of those naming them whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
+The text channels are the base; the structured views move a conversation only within the text channels'
+disagreement about it (`query.fusion`). Then a row holding mentioned values is lifted by
+``trust² x share`` standard deviations (the share of the mentioned values it holds); ``trust`` is how
+completely the table holds the named values (rows holding each over the conversations mentioning it,
+`_table_trust`), and its square is the net good of lifting the holders: they rise above the
+conversations not naming the values (right), and above the share ``1 - trust`` of those naming them
+whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
 (`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).

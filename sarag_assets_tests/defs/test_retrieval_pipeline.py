@@ -6,9 +6,12 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
+from sarag_assets.core import warehouse
 from sarag_assets.core.embedding import default_embedder
+from sarag_assets.core.index_documents import text_index_rows
 from sarag_assets.core.indices import TABLES, IndexStore
 from sarag_assets.defs.runner import land_and_process
+from sarag_assets.query.engine import Sarag, SearchSettings
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 SOURCES = {
@@ -16,7 +19,18 @@ SOURCES = {
     "issue_documents": "SELECT dialogue_id, batch_key FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
     "solution_documents": "SELECT dialogue_id, batch_key FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
     "graph_nodes": "SELECT dialogue_id || '#' || node_id, batch_key FROM graph_nodes JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
+    "conversation_texts": "SELECT dialogue_id, batch_key FROM current_dialogue_versions",
 }
+
+
+def passage_ids(con) -> set[tuple[str, str]]:
+    """The passages the current turns make (computed here from DuckDB, not read back from LanceDB)."""
+    batches = [b for (b,) in con.execute("SELECT DISTINCT batch_key FROM current_dialogue_versions").fetchall()]
+    out = set()
+    for batch in batches:
+        passages, _ = text_index_rows(warehouse.current_turns(con, batch), default_embedder().fits)
+        out |= set(zip(passages["id"].to_list(), passages["batch_key"].to_list()))
+    return out
 
 
 def chat(i: int, problem: str, fix: str) -> dict:
@@ -30,6 +44,18 @@ def chat(i: int, problem: str, fix: str) -> dict:
     )
 
 
+def long_thread(i: int) -> dict:
+    """A forum thread about a coffee machine that ends, 40 turns later, on a garage door remote."""
+    turns = [("user", "My Brava coffee machine shows a descale warning every morning.")]
+    for n in range(20):
+        turns += [("agent", f"Step {n}: run the descaling cycle again with fresh solution and rinse the tank twice."),
+                  ("user", f"Tried step {n}, the descale light still blinks after the rinse.")]
+    turns += [("agent", "Unrelated, but your other post: the garage door remote needed re-pairing by holding the "
+                        "learn button on the opener for five seconds."),
+              ("user", "That worked for the garage door, thanks.")]
+    return conversation(f"c{i}", *turns)
+
+
 def source_ids(home) -> dict[str, set[tuple[str, str]]]:
     with duckdb.connect(str(home.warehouse), read_only=True) as con:
         out = {}
@@ -38,6 +64,7 @@ def source_ids(home) -> dict[str, set[tuple[str, str]]]:
             if table != "graph_nodes":
                 rows = [(d, b) for d, b in rows]
             out[table] = set(rows)
+        out["conversation_passages"] = passage_ids(con)
         return out
 
 
@@ -63,10 +90,19 @@ def test_index_follows_batches_versions_and_interrupted_runs(home, instance, def
         chat(1, "my Vortex X2 printer jams on every page", "clean the paper roller"),
         chat(2, "the Lumo app crashes with error E-4410 at login", "reinstall the app"),
         chat(3, "my Kestrel router drops wifi every evening", "move to channel 6"),
+        long_thread(5),
     ])
     first = land_and_process(defs, instance, raise_on_error=True)
     assert first.indexed == first.batches
     store = assert_index_matches_warehouse(home)
+
+    # A thread far longer than the model reads is several passages, and what it says last is found.
+    passages = [i for i, _ in index_ids(store)["conversation_passages"] if i.startswith("c5#")]
+    assert len(passages) > 2
+    with Sarag(home) as engine:
+        late = "the garage door remote needed re-pairing by holding the learn button"
+        assert engine.search(late, 3, settings=SearchSettings.only("passages"))[0].dialogue_id == "c5"
+        assert engine.search(late, 3)[0].dialogue_id == "c5"
 
     # The tables answer vector, full-text and hybrid queries.
     query = "printer paper jam"

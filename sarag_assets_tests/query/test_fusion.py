@@ -1,0 +1,55 @@
+"""The fusion rule: text is the base; structure moves a conversation only within the text's own doubt."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sarag_assets.query.fusion import fuse, standardized
+
+
+def test_standardized_scores_and_the_floor_for_missing():
+    z, floor = standardized([("a", 3.0), ("b", 2.0), ("c", 1.0)])
+    assert z["a"] > 0 > z["c"] and abs(z["b"]) < 1e-9
+    assert floor == z["c"]
+    assert standardized([("a", 1.0), ("b", 1.0)]) == ({"a": 0.0, "b": 0.0}, 0.0)
+    assert standardized([]) == ({}, 0.0)
+
+
+def test_structure_cannot_reverse_what_the_text_channels_agree_on():
+    text = [("a", 0.9), ("b", 0.5), ("c", 0.4), ("d", 0.1)]
+    lists = {"passages": text, "conversation": text, "conversation_text": [(d, s * 10) for d, s in text],
+             # every structured view puts d first and a last, with certainty
+             "table_row": [("d", 9.0), ("c", 0.1), ("b", 0.05), ("a", 0.0)],
+             "sdr": [("d", 0.99), ("c", 0.2), ("b", 0.1), ("a", 0.0)]}
+    fused = fuse(lists)
+    assert sorted(fused, key=lambda d: -fused[d]) == ["a", "b", "c", "d"]
+
+
+def test_structure_decides_where_the_text_channels_disagree():
+    lists = {"passages": [("a", 0.9), ("b", 0.5), ("c", 0.1)],
+             "conversation": [("b", 0.9), ("a", 0.5), ("c", 0.1)],
+             "conversation_text": [("a", 9.0), ("b", 5.0), ("c", 1.0)]}
+    without = fuse(lists)
+    assert max(without, key=without.get) == "a"
+    with_structure = fuse({**lists, "table_row": [("b", 0.9), ("c", 0.2), ("a", 0.1)]})
+    assert max(with_structure, key=with_structure.get) == "b"
+
+
+def test_without_text_channels_the_structure_lists_rank():
+    fused = fuse({"table_row": [("x", 0.9), ("y", 0.1)], "cluster_route": [("y", 2.0), ("x", 1.0)],
+                  "sdr": [("x", 0.8), ("y", 0.7)]})
+    assert fused["x"] > fused["y"]
+
+
+def test_a_conversation_every_text_channel_scores_alike_never_moves_relative_to_the_base():
+    """Text channels giving each conversation the same z: the band is 0, whatever structure says."""
+    rng = np.random.default_rng(7)
+    ids = ["p", "q", "r", "s"]
+    for _ in range(200):
+        text = list(zip(ids, rng.random(4).tolist()))
+        lists = {"passages": text, "conversation": text, "conversation_text": [(d, 3 * s + 1) for d, s in text]}
+        base = fuse(lists)
+        for name in ("table_row", "full_text", "sdr", "cluster_route")[: rng.integers(1, 5)]:
+            lists[name] = list(zip(ids, rng.random(4).tolist()))
+        fused = fuse(lists)
+        assert all(abs(fused[d] - base[d]) < 1e-9 for d in ids)
