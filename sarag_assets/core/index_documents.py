@@ -113,7 +113,7 @@ def encode_tables(rows: BatchIndexRows, encode) -> dict[str, pl.DataFrame]:
     for name, frame in rows.tables.items():
         if name == CONVERSATION_TEXTS:
             continue
-        vectors = np.asarray(encode(frame["text"].to_list()), dtype=np.float32).reshape(frame.height, -1)
+        vectors = np.asarray(encode(frame["text"].to_list()), dtype=np.float32)
         out[name] = with_vectors(frame, vectors)
         if name == CONVERSATION_PASSAGES:
             for dialogue_id, vector in zip(frame["dialogue_id"].to_list(), vectors):
@@ -127,7 +127,8 @@ def encode_tables(rows: BatchIndexRows, encode) -> dict[str, pl.DataFrame]:
             mean = np.mean(own, axis=0) if own else np.asarray(encode([text])[0], dtype=np.float32)
             norm = float(np.linalg.norm(mean))
             vectors.append(mean / norm if norm > 0 else mean)
-        out[CONVERSATION_TEXTS] = with_vectors(frame, np.asarray(vectors, dtype=np.float32).reshape(frame.height, -1))
+        out[CONVERSATION_TEXTS] = with_vectors(frame, np.asarray(vectors, dtype=np.float32) if vectors
+                                               else np.asarray(encode([]), dtype=np.float32))
     return out
 
 

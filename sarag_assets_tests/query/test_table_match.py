@@ -1,4 +1,4 @@
-"""The table-match channel's arithmetic: shares of mentioned values per row, its ranking and the boost."""
+"""The table-match channel's arithmetic: shares of mentioned values per row, its ranking and the lift."""
 
 import math
 
@@ -56,6 +56,12 @@ def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
     fused = {"e": 0.02, "d": 0.01, "zz-not-a-row": 0.5}
     assert [d for d, _ in shares.top(10, fused, position)] == ["b", "e", "d", "a"]
     assert [d for d, _ in shares.top(2, fused, position)] == ["b", "e"]
-    boosted = shares.boost({"a": 0.1, "c": 0.1, "b": 0.2}, 2.0, position)
-    assert boosted == {"a": 0.1 * 2.0, "c": 0.1, "b": 0.2 * 3.0}  # c holds no value: unchanged
-    assert RowShares(ROW_IDS, np.zeros(0, np.int64), np.zeros(0)).boost({"a": 0.1}, 2.0, position) == {"a": 0.1}
+
+def test_the_lift_adds_trust_times_share_and_lets_the_best_holders_join():
+    shares = RowShares(ROW_IDS, np.array([0, 1, 3, 4]), np.array([0.5, 1.0, 0.5, 0.5]))
+    position = {d: i for i, d in enumerate(ROW_IDS)}
+    lifted = shares.lift({"a": -0.5, "c": 1.0, "b": 0.2}, 2.0, position, joining=["b", "d"])
+    # c holds no value: unchanged; d was in no channel's list: it joins at the lowest fused score, lifted
+    assert lifted == {"a": -0.5 + 1.0, "c": 1.0, "b": 0.2 + 2.0, "d": -0.5 + 1.0}
+    assert shares.lift({"a": 0.1}, 0.0, position, joining=["b"]) == {"a": 0.1}  # no trust: nothing moves
+    assert RowShares(ROW_IDS, np.zeros(0, np.int64), np.zeros(0)).lift({"a": 0.1}, 2.0, position) == {"a": 0.1}
