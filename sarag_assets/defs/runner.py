@@ -82,8 +82,10 @@ def land_and_process(
         (outcome.refreshed if run.success else outcome.failed).append(key)
 
     index = defs.resolve_job_def("index_batch_job")
+    unindexed_text = _batches_without_text_index(defs, keys)
     for key in keys:
-        if _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
+        if key in unindexed_text or \
+                _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
             run = index.execute_in_process(
                 partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
             )
@@ -114,6 +116,20 @@ def land_and_process(
         if not run.success:
             outcome.failed.append("retrieval_evaluation")
     return outcome
+
+
+def _batches_without_text_index(defs: dg.Definitions, keys: list[str]) -> set[str]:
+    """Batches whose conversations are in `table_rows` but not in `conversation_texts`: indexed by a sarag
+    from before the text indices (or cut off between the two writes). They are indexed again."""
+    from sarag_assets.core.indices import CONVERSATION_TEXTS, TABLE_ROWS, IndexStore
+
+    resource = defs.resources.get("sarag_home")
+    if resource is None or not hasattr(resource, "home"):
+        return set()
+    store = IndexStore.open_for_read(str(resource.home().lancedb))
+    if TABLE_ROWS not in store.tables():
+        return set()
+    return {key for key in keys if store.counts(TABLE_ROWS, key) != store.counts(CONVERSATION_TEXTS, key)}
 
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:

@@ -55,7 +55,7 @@ def standardized(hits: Sequence[tuple[str, float]]) -> tuple[dict[str, float], f
 
 def mean_z(lists: Mapping[str, Sequence[tuple[str, float]]], names: Sequence[str]) -> dict[str, float]:
     """Mean standardized score over the named lists, for every conversation in any of them."""
-    present = [n for n in names if n in lists]
+    present = [n for n in names if lists.get(n)]  # an empty list (a table not built) says nothing
     if not present:
         return {}
     per = [standardized(lists[n]) for n in present]
@@ -65,7 +65,7 @@ def mean_z(lists: Mapping[str, Sequence[tuple[str, float]]], names: Sequence[str
 
 def fuse(lists: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, float]:
     """The fused score of every conversation some list returned (before the table match's lift)."""
-    text = [standardized(lists[n]) for n in TEXT_CHANNELS if n in lists]
+    text = [standardized(lists[n]) for n in TEXT_CHANNELS if lists.get(n)]
     structure = mean_z(lists, STRUCTURE_LISTS)
     if not text:
         return structure

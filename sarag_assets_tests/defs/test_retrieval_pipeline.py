@@ -136,3 +136,16 @@ def test_index_follows_batches_versions_and_interrupted_runs(home, instance, def
     ])
     defs.resolve_job_def("index_batch_job").execute_in_process(partition_key=batch2, instance=instance)
     assert_index_matches_warehouse(home)
+
+    # A home indexed before the text indices existed gets them on the next run, nothing else redone.
+    import lancedb
+
+    db = lancedb.connect(str(home.lancedb))
+    for table in ("conversation_passages", "conversation_texts"):
+        db.drop_table(table)
+    with Sarag(home) as engine:  # still searchable meanwhile, by its structured views
+        assert engine.search("printer paper jam", 3)[0].dialogue_id == "c1"
+    upgraded = land_and_process(defs, instance, raise_on_error=True)
+    assert sorted(upgraded.indexed) == sorted(instance.get_dynamic_partitions("conversation_batches"))
+    assert_index_matches_warehouse(home)
+    assert not land_and_process(defs, instance, raise_on_error=True).indexed

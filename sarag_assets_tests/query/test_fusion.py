@@ -53,3 +53,9 @@ def test_a_conversation_every_text_channel_scores_alike_never_moves_relative_to_
             lists[name] = list(zip(ids, rng.random(4).tolist()))
         fused = fuse(lists)
         assert all(abs(fused[d] - base[d]) < 1e-9 for d in ids)
+
+
+def test_an_empty_list_is_no_evidence():
+    text = [("a", 0.9), ("b", 0.2), ("c", 0.1)]
+    with_empty = fuse({"passages": text, "conversation": [], "conversation_text": text, "table_row": []})
+    assert with_empty == fuse({"passages": text, "conversation_text": text})
