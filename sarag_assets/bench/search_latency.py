@@ -152,11 +152,13 @@ def channel_timings(engine, queries, k: int) -> dict[str, dict]:
 
 def stage_timings(engine, queries, k: int) -> dict[str, dict]:
     """Each stage alone, one after the other, on the same queries (private engine calls, read only)."""
-    from sarag_assets.core.indices import ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS
+    from sarag_assets.core.indices import (CONVERSATION_PASSAGES, CONVERSATION_TEXTS, ISSUE_DOCUMENTS,
+                                          SOLUTION_DOCUMENTS, TABLE_ROWS)
 
     depth = max(engine.settings.depth, 5 * k)
     stages: dict[str, list[float]] = {s: [] for s in (
-        "understand", "embed (cache emptied)", "table_row (dense)", "issue (dense)", "solution (dense)",
+        "understand", "embed (cache emptied)", "passages (dense)", "conversation (dense)",
+        "conversation_text (BM25)", "table_row (dense)", "issue (dense)", "solution (dense)",
         "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
     for turns in queries:
         ms_u, parsed = _timed(engine.understand, turns)
@@ -164,6 +166,9 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
         ms_e, vector = _timed(engine.embed, parsed)
         parts = {
             "understand": ms_u, "embed (cache emptied)": ms_e,
+            "passages (dense)": _timed(engine._dense, CONVERSATION_PASSAGES, vector, depth)[0],
+            "conversation (dense)": _timed(engine._dense, CONVERSATION_TEXTS, vector, depth)[0],
+            "conversation_text (BM25)": _timed(engine._text, CONVERSATION_TEXTS, parsed.full_text(), depth)[0],
             "table_row (dense)": _timed(engine._dense, TABLE_ROWS, vector, depth)[0],
             "issue (dense)": _timed(engine._dense, ISSUE_DOCUMENTS, vector, depth)[0],
             "solution (dense)": _timed(engine._dense, SOLUTION_DOCUMENTS, vector, depth)[0],
