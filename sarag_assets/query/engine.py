@@ -55,8 +55,8 @@ from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, n
                                               resolve_contrast, resolve_version_direction)
 from sarag_assets.settings import Home, env_int
 
-CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution", "cluster_route",
-            "table_match")
+CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
+            "cluster_route", "table_match")
 PASSAGES_PER_CONVERSATION = 4  # passages read per conversation wanted: a long thread has several near the top
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
