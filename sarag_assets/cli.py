@@ -104,6 +104,7 @@ def _print_summary(home, run) -> None:
             "issue_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
             "solution_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
             "graph_nodes": "SELECT count(*) FROM graph_nodes JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
+            "conversation_texts": "SELECT count(*) FROM current_dialogue_versions",
         }
         expected = {name: con.execute(sql).fetchone()[0] for name, sql in sources.items()}
     if home.lancedb.exists():
@@ -114,6 +115,7 @@ def _print_summary(home, run) -> None:
         for name, source_rows in expected.items():
             rows = store.counts(name) if name in store.tables() else 0
             print(f"  {name:<20} {rows:>7} / {source_rows}")
+        print(f"  {'conversation_passages':<20} {store.counts('conversation_passages'):>7} passages of the conversations' own text")
     print(f"warehouse: {home.warehouse} (wide view: conversation_table; open it read-only while no run writes)")
 
 
