@@ -115,7 +115,8 @@ def _print_summary(home, run) -> None:
         for name, source_rows in expected.items():
             rows = store.counts(name) if name in store.tables() else 0
             print(f"  {name:<20} {rows:>7} / {source_rows}")
-        print(f"  {'conversation_passages':<20} {store.counts('conversation_passages'):>7} passages of the conversations' own text")
+        passages = store.counts("conversation_passages")
+        print(f"  {'conversation_passages':<20} {passages:>7} passages of the conversations' own text")
     print(f"warehouse: {home.warehouse} (wide view: conversation_table; open it read-only while no run writes)")
 
 
@@ -191,9 +192,13 @@ def _open_engine(args):
     from sarag_assets.query.engine import HomeNotReady, Sarag
 
     try:
-        return Sarag(args.home)
+        engine = Sarag(args.home)
     except HomeNotReady as exc:
         raise CliError(str(exc)) from None
+    if engine.missing_indices:
+        print(f"warning: this home has no {' or '.join(engine.missing_indices)} (indexed by an older sarag), so the "
+              "conversations' own text is not searched; `sarag materialize` adds them", file=sys.stderr)
+    return engine
 
 
 def _query_errors():

@@ -131,6 +131,8 @@ class Sarag:
         self.store = IndexStore.open_for_read(str(self.home.lancedb))
         if TABLE_ROWS not in self.store.tables():
             raise HomeNotReady(f"no LanceDB indices under {self.home.lancedb}: materialize lancedb_indices first")
+        # a home indexed before the text indices: searched by its structured views until re-indexed
+        self.missing_indices = [t for t in (CONVERSATION_PASSAGES, CONVERSATION_TEXTS) if t not in self.store.tables()]
         self.dense = DenseIndexes(self.store, max_rows=env_int("SARAG_EXACT_SEARCH_MAX_ROWS", DEFAULT_MAX_ROWS))
         self._load_warehouse()
         self._cluster_index = None

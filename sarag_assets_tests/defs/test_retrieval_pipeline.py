@@ -144,8 +144,11 @@ def test_index_follows_batches_versions_and_interrupted_runs(home, instance, def
     for table in ("conversation_passages", "conversation_texts"):
         db.drop_table(table)
     with Sarag(home) as engine:  # still searchable meanwhile, by its structured views
+        assert engine.missing_indices == ["conversation_passages", "conversation_texts"]
         assert engine.search("printer paper jam", 3)[0].dialogue_id == "c1"
     upgraded = land_and_process(defs, instance, raise_on_error=True)
     assert sorted(upgraded.indexed) == sorted(instance.get_dynamic_partitions("conversation_batches"))
     assert_index_matches_warehouse(home)
     assert not land_and_process(defs, instance, raise_on_error=True).indexed
+    with Sarag(home) as engine:
+        assert engine.missing_indices == []
