@@ -69,7 +69,10 @@ def text_index_rows(turns: pl.DataFrame, fits=None) -> tuple[pl.DataFrame, pl.Da
                                                             "turn_end": pl.Int32, "text": pl.String})
     text_frame = pl.DataFrame(texts, schema=schema | {"text": pl.String})
     hashed = pl.col("text").map_elements(text_hash, return_dtype=pl.String).alias("content_hash")
-    return passage_frame.with_columns(hashed), text_frame.with_columns(hashed)
+    # a passage's row is its text and where it stands: the same text moved to other turns is rewritten
+    placed = (pl.format("{}:{}:{}", "turn_start", "turn_end", "text")
+              .map_elements(text_hash, return_dtype=pl.String).alias("content_hash"))
+    return passage_frame.with_columns(placed), text_frame.with_columns(hashed)
 
 
 def batch_index_rows(

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 MAX_PASSAGE_CHARS = 1_200  # ~256 word pieces of English; `fits` decides for other scripts
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# after . ! ? and a space, after a full-width 。！？ (no space follows in Chinese or Japanese), at line breaks
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def _pieces(text: str, fits: Callable[[str], bool], max_chars: int) -> list[str]
     if len(text) <= max_chars and fits(text):
         return [text]
     for splitter in (_SENTENCE_END, re.compile(r"\s+")):
-        parts = [p for p in splitter.split(text) if p and p.strip()]
+        parts = [p.strip() for p in splitter.split(text) if p and p.strip()]
         if len(parts) > 1:
             out: list[str] = []
             current = ""
@@ -48,9 +49,22 @@ def _pieces(text: str, fits: Callable[[str], bool], max_chars: int) -> list[str]
                     current = joined
             out.extend(_pieces(current, fits, max_chars))
             return out
-    # one unbroken run (no spaces): halve until each half fits
-    middle = min(len(text) // 2, max_chars)
-    return _pieces(text[:middle], fits, max_chars) + _pieces(text[middle:], fits, max_chars)
+    return _unbroken_pieces(text, fits, max_chars)
+
+
+def _unbroken_pieces(text: str, fits: Callable[[str], bool], max_chars: int) -> list[str]:
+    """A run without spaces (a script without them, a pasted blob) in consecutive pieces that fit: each the
+    longest prefix of at most ``max_chars`` that the model reads whole, found by halving. Iterative: a
+    record can hold megabytes."""
+    out = []
+    start = 0
+    while start < len(text):
+        size = min(max_chars, len(text) - start)
+        while size > 1 and not fits(text[start:start + size]):
+            size //= 2
+        out.append(text[start:start + size])
+        start += size
+    return out
 
 
 def conversation_passages(turns: Sequence[str], fits: Callable[[str], bool] | None = None,
@@ -74,5 +88,8 @@ def conversation_passages(turns: Sequence[str], fits: Callable[[str], bool] | No
         passages.append(Passage(len(passages), units[start][0], units[end - 1][0], text))
         if end >= len(units):
             break
-        start = end - 1 if end - 1 > start else end  # share the boundary unit, but always move on
+        # share the boundary unit when it fits with the next one (else that window would be the unit alone,
+        # already read), and always move on
+        shared = units[end - 1][1] + "\n" + units[end][1]
+        start = end - 1 if end - 1 > start and len(shared) <= max_chars and fits(shared) else end
     return passages

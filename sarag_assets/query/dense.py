@@ -1,7 +1,7 @@
 """Exact dense search over a LanceDB table's vectors held in memory. No Dagster.
 
-The query side searches three tables with the same query vector (`table_rows`, `issue_documents`,
-`solution_documents`). LanceDB's IVF_PQ index with `refine_factor` 40 took 45-50 ms per table at 100,000
+The query side searches five tables with the same query vector (`conversation_passages`,
+`conversation_texts`, `table_rows`, `issue_documents`, `solution_documents`). LanceDB's IVF_PQ index with `refine_factor` 40 took 45-50 ms per table at 100,000
 rows on this machine (recall@50 0.998); one float32 matrix-vector product over the same 100,000 x 384
 vectors takes ~5-8 ms on one core, bound by memory bandwidth (154 MB read), and is exact. So each table's
 vectors are read once (on first use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`,

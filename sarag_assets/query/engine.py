@@ -57,7 +57,7 @@ from sarag_assets.settings import Home, env_int
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
             "cluster_route", "table_match")
-PASSAGES_PER_CONVERSATION = 4  # passages read per conversation wanted: a long thread has several near the top
+PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
 
@@ -405,12 +405,17 @@ class Sarag:
     def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
         if table != CONVERSATION_PASSAGES:
             return self.dense.search(table, vector, depth)
-        # several passages per conversation: deep enough for `depth` conversations, each by its best passage
-        best: dict[str, float] = {}
-        for dialogue_id, score in self.dense.search(table, vector, PASSAGES_PER_CONVERSATION * depth):
-            if dialogue_id not in best:
-                best[dialogue_id] = score
-        return list(best.items())[:depth]
+        # several passages per conversation: read deeper until `depth` conversations (or every passage)
+        # are in, each by its best passage
+        want = PASSAGES_PER_CONVERSATION * depth
+        while True:
+            hits = self.dense.search(table, vector, want)
+            best: dict[str, float] = {}
+            for dialogue_id, score in hits:
+                best.setdefault(dialogue_id, score)
+            if len(best) >= depth or len(hits) < want:
+                return list(best.items())[:depth]
+            want *= 4
 
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch

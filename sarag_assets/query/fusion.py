@@ -19,14 +19,16 @@ over its whole text):
     structure(d) = mean z over the structure channels that are on (table_row, full_text, sdr, cluster_route)
     score(d)     = base(d) + band(d) x tanh(structure(d))
 
-So structure moves a conversation by less than the text channels' own disagreement about it: where they
-agree, it cannot move it at all; where they disagree, it decides within that uncertainty. No structured view,
-however wrong, can push a conversation the text agrees on below one it agrees less on, and there is no
+So structure moves a conversation by less than the text channels' own disagreement about it (at most its
+band, up or down): where they agree, it cannot move it at all; where they disagree, it decides within that
+uncertainty. A conversation can therefore overtake another only if their bases are closer than the sum
+of their bands, and one that no text channel returned has no band: structure cannot rescue it. There is no
 weight to set: the band comes from the query's own lists. The table match then lifts the rows holding the
 values the query names (`engine.RowShares.lift`, ``trust² x share`` deviations), outside the band: it is
 the one kind of evidence the text does not carry (which product "that one" is), and trust² is how far
-the table may be believed for those values. With no text channel on (the ``sdr``, ``table``, ``trag``
-and ``only_`` systems), the structure channels' mean z is the ranking; with one, the band is 0.
+the table may be believed for those values. With no text channel on (the ``sdr``, ``table`` and ``trag``
+systems, an ``only_`` system of a structure channel), the structure channels' mean z is the ranking; with
+one text channel on, the band is 0 and the structure channels change nothing.
 """
 
 from __future__ import annotations
@@ -76,7 +78,8 @@ def fuse(lists: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, float]:
     for d in ids:
         zs = [z.get(d, floor) for z, floor in text]
         base = sum(zs) / n
-        if n > 1 and structure:
+        # a conversation no text channel returned has no text doubt to resolve: it stays at the floor
+        if n > 1 and structure and any(d in z for z, _ in text):
             band = math.sqrt(sum((x - base) ** 2 for x in zs) / (n - 1) / n)
             base += band * math.tanh(structure.get(d, structure_floor))
         fused[d] = base

@@ -23,26 +23,39 @@ def test_short_conversation_is_one_passage(fits):
 
 
 def test_long_thread_is_cut_into_windows_that_fit_and_share_a_turn(fits):
-    turns = [f"Turn {i}: " + " ".join(f"word{i}x{j}" for j in range(60)) for i in range(12)]
+    sentence = "the printer shows a paper jam error after every second page and the tray light blinks"
+    turns = [f"Turn {i}: {sentence}. {sentence}." for i in range(12)]  # ~40 word pieces each
     passages = conversation_passages(turns, fits)
     assert len(passages) > 1
     assert all(fits(p.text) for p in passages)
+    assert any(p.turn_end > p.turn_start for p in passages)  # several turns per window
     covered = {t for p in passages for t in range(p.turn_start, p.turn_end + 1)}
     assert covered == set(range(len(turns)))
     for before, after in zip(passages, passages[1:]):
-        assert after.turn_start == before.turn_end or before.turn_start == before.turn_end
+        assert after.turn_start == before.turn_end  # the boundary turn is in both
         assert after.turn_start > before.turn_start  # always moves on
+
+
+def test_no_window_is_a_turn_the_previous_window_already_holds(fits):
+    short, middle, long = ("jam " * 30).strip(), ("jam " * 100).strip(), ("jam " * 200).strip()
+    # short + middle fit; middle + long do not: the long turn starts a window of its own
+    assert [(p.turn_start, p.turn_end) for p in conversation_passages([short, middle, long], fits)] == [(0, 1), (2, 2)]
+    # any two fit, three do not: the middle turn is shared
+    assert [(p.turn_start, p.turn_end) for p in conversation_passages([middle, middle, middle], fits)] == [(0, 1), (1, 2)]
 
 
 def test_a_turn_too_long_for_the_model_is_split_into_pieces_that_fit(fits):
     english = " ".join(f"Sentence number {i} describes the failing backup job in detail." for i in range(80))
-    chinese = "备份任务在凌晨失败并显示错误代码" * 60  # no spaces: about one word piece per character
-    for turn in (english, chinese):
+    chinese = "备份任务在凌晨失败并显示错误代码。" * 60  # no spaces: about one word piece per character
+    blob = "QUJDRE" * 20_000  # a pasted blob: one 120,000-character run
+    for turn in (english, chinese, blob):
         passages = conversation_passages(["hi", turn, "thanks"], fits)
         assert len(passages) > 2
         assert all(fits(p.text) for p in passages)
         pieces = _pieces(turn, fits, MAX_PASSAGE_CHARS)  # nothing of the turn is lost
         assert len(pieces) > 1 and "".join(pieces).replace(" ", "") == turn.replace(" ", "")
+    # Chinese is cut at its sentence ends
+    assert all(p.endswith("。") for p in _pieces(chinese, fits, MAX_PASSAGE_CHARS))
 
 
 def test_empty_conversation_has_no_passage_but_keeps_its_text_row(fits):

@@ -59,3 +59,18 @@ def test_an_empty_list_is_no_evidence():
     text = [("a", 0.9), ("b", 0.2), ("c", 0.1)]
     with_empty = fuse({"passages": text, "conversation": [], "conversation_text": text, "table_row": []})
     assert with_empty == fuse({"passages": text, "conversation_text": text})
+
+
+def test_a_conversation_no_text_channel_returned_cannot_be_rescued_by_structure():
+    text = [("a", 0.9), ("b", 0.6), ("c", 0.5)]
+    lists = {"passages": text, "conversation": [("a", 0.8), ("c", 0.7), ("b", 0.2)],
+             "conversation_text": [("b", 9.0), ("a", 4.0), ("c", 1.0)],
+             "table_row": [("z", 0.99), ("c", 0.1), ("b", 0.05), ("a", 0.0)],
+             "cluster_route": [("z", 5.0), ("a", 1.0)]}
+    fused = fuse(lists)
+    assert min(fused, key=fused.get) == "z"
+
+
+def test_with_one_text_channel_structure_changes_nothing():
+    text = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
+    assert fuse({"passages": text, "table_row": [("c", 0.9), ("b", 0.5), ("a", 0.1)]}) == fuse({"passages": text})
