@@ -132,7 +132,7 @@ class Sarag:
         if TABLE_ROWS not in self.store.tables():
             raise HomeNotReady(f"no LanceDB indices under {self.home.lancedb}: materialize lancedb_indices first")
         # a home indexed before the text indices: searched by its structured views until re-indexed
-        self.missing_indices = [t for t in (CONVERSATION_PASSAGES, CONVERSATION_TEXTS) if t not in self.store.tables()]
+        self.missing_indices = _missing_text_indices(self.store)
         self.dense = DenseIndexes(self.store, max_rows=env_int("SARAG_EXACT_SEARCH_MAX_ROWS", DEFAULT_MAX_ROWS))
         self._load_warehouse()
         self._cluster_index = None
@@ -557,6 +557,16 @@ class RowShares:
             for d, x in zip(new, self._at(at).tolist()):
                 out[d] = floor + factor * float(x)
         return out
+
+
+def _missing_text_indices(store: IndexStore) -> list[str]:
+    """The text tables a home lacks, or holds for fewer conversations than `table_rows` (batches indexed
+    by a sarag from before them: the UI's automation indexes new batches only)."""
+    present = store.tables()
+    missing = [t for t in (CONVERSATION_PASSAGES, CONVERSATION_TEXTS) if t not in present]
+    if not missing and store.counts(CONVERSATION_TEXTS) < store.counts(TABLE_ROWS):
+        missing = [f"{CONVERSATION_TEXTS} for every conversation"]
+    return missing
 
 
 def _limit_query_threads() -> int | None:
