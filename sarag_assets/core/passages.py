@@ -18,6 +18,7 @@ from typing import Callable, Sequence
 MAX_PASSAGE_CHARS = 1_200  # ~256 word pieces of English; `fits` decides for other scripts
 # after . ! ? and a space, after a full-width 。！？ (no space follows in Chinese or Japanese), at line breaks
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
+_SPACES = re.compile(r"\s+")
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def _pieces(text: str, fits: Callable[[str], bool], max_chars: int) -> list[str]
         return []
     if len(text) <= max_chars and fits(text):
         return [text]
-    for splitter in (_SENTENCE_END, re.compile(r"\s+")):
+    for splitter in (_SENTENCE_END, _SPACES):
         parts = [p.strip() for p in splitter.split(text) if p and p.strip()]
         if len(parts) > 1:
             out: list[str] = []
