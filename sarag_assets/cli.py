@@ -36,7 +36,7 @@ def _dagster_instance(home):
 
 
 def cmd_generate(args) -> int:
-    from sarag_assets.core.synthetic import write_corpus
+    from sarag_assets.evaluation.synthetic import write_corpus
 
     summary = write_corpus(Path(args.out), n=args.n, seed=args.seed)
     print(json.dumps(summary, indent=1, sort_keys=True))
@@ -44,8 +44,8 @@ def cmd_generate(args) -> int:
 
 
 def cmd_land(args) -> int:
-    from sarag_assets.core.landing import copy_into_inbox
-    from sarag_assets.core.parsers import FORMATS
+    from sarag_assets.core.ingest.drafts import FORMATS
+    from sarag_assets.core.ingest.landing import copy_into_inbox
 
     home = _home(args)
     if args.format and args.format not in FORMATS:
@@ -71,44 +71,22 @@ def _print_summary(home, run) -> None:
     for problem in run.problems:
         print(f"  note: {problem}")
     with warehouse.connect(home.warehouse, read_only=True) as con:
-        print("current conversations by source format:")
-        for fmt, convs, turns in con.execute(
-            """SELECT source_format, count(DISTINCT dialogue_id), count(*) FROM current_dialogues GROUP BY 1 ORDER BY 1"""
-        ).fetchall():
-            print(f"  {fmt:<12} {convs:>7} conversations {turns:>9} turns")
-        total_q = con.execute("SELECT count(*) FROM quarantine").fetchone()[0]
-        print(f"quarantined records: {total_q}")
-        for reason, count in con.execute(
-            "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 2 DESC LIMIT 5"
-        ).fetchall():
-            print(f"  {count:>5} x {reason[:100]}")
-        state = con.execute(
-            "SELECT version, state_json FROM governance_state ORDER BY saved_at DESC LIMIT 1"
-        ).fetchone()
-        if state:
-            import json
-
-            columns = json.loads(state[1])["columns"]
-            filled = dict(con.execute(
-                """SELECT v.column_name, avg(CASE WHEN v.value IS NULL THEN 0 ELSE 1 END)
-                   FROM validated_rows v JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
-                   GROUP BY 1"""
-            ).fetchall())
-            print(f"governed metadata M* v{state[0]}: {len(columns)} columns (filled share over current rows)")
-            for c in columns:
-                print(f"  {c['name']:<24} {c['type']:<8} {filled.get(c['name'], 0):>6.0%}")
-        failures = con.execute("SELECT count(DISTINCT dialogue_id) FROM structuring_failures").fetchone()[0]
-        print(f"conversations that failed structuring: {failures}")
-        sources = {
-            "table_rows": "SELECT count(*) FROM current_dialogue_versions",
-            "issue_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
-            "solution_documents": "SELECT count(*) FROM pseudo_documents JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
-            "graph_nodes": "SELECT count(*) FROM graph_nodes JOIN current_dialogue_versions USING (dialogue_id, batch_key)",
-            "conversation_texts": "SELECT count(*) FROM current_dialogue_versions",
-        }
-        expected = {name: con.execute(sql).fetchone()[0] for name, sql in sources.items()}
+        summary = warehouse.home_summary(con)
+    print("current conversations by source format:")
+    for fmt, convs, turns in summary["by_format"]:
+        print(f"  {fmt:<12} {convs:>7} conversations {turns:>9} turns")
+    print(f"quarantined records: {summary['quarantined']}")
+    for reason, count in summary["quarantine_reasons"]:
+        print(f"  {count:>5} x {reason[:100]}")
+    if summary["metadata_version"] is not None:
+        columns = summary["columns"]
+        print(f"governed metadata M* v{summary['metadata_version']}: {len(columns)} columns (filled share over current rows)")
+        for c in columns:
+            print(f"  {c['name']:<24} {c['type']:<8} {summary['filled'].get(c['name'], 0):>6.0%}")
+    print(f"conversations that failed structuring: {summary['failed_conversations']}")
+    expected = summary["index_sources"]
     if home.lancedb.exists():
-        from sarag_assets.core.indices import IndexStore
+        from sarag_assets.core.indices.store import IndexStore
 
         store = IndexStore.open_for_read(str(home.lancedb))
         print("LanceDB tables (rows / DuckDB source rows):")
@@ -121,8 +99,8 @@ def _print_summary(home, run) -> None:
 
 
 def cmd_demo(args) -> int:
-    from sarag_assets.core.landing import copy_into_inbox
-    from sarag_assets.core.synthetic import write_corpus
+    from sarag_assets.core.ingest.landing import copy_into_inbox
+    from sarag_assets.evaluation.synthetic import write_corpus
 
     home = _home(args)
     generated = home.root / "generated" / f"n{args.n}-seed{args.seed}"
@@ -155,7 +133,7 @@ def _process(home) -> int:
 
 
 def cmd_quality(args) -> int:
-    from sarag_assets.bench.structuring_quality import measure
+    from sarag_assets.evaluation.bench.structuring_quality import measure
 
     run = measure(args.n, args.seed)
     print(f"M*: {len(run.metadata.columns)} columns: {', '.join(c.name for c in run.metadata.columns)}")
@@ -202,7 +180,7 @@ def _open_engine(args):
 
 
 def _query_errors():
-    from sarag_assets.llm.client import LLMCallFailed
+    from sarag_assets.backends.llm import LLMCallFailed
     from sarag_assets.query.engine import LLMRequired
     from sarag_assets.query.sql import SqlError
     from sarag_assets.query.understanding import QueryError
@@ -292,8 +270,13 @@ def cmd_sql(args) -> int:
 
 def cmd_eval(args) -> int:
     from sarag_assets.evaluation.queries import EvalFileError
-    from sarag_assets.evaluation.report import render_bar_chart, render_markdown, render_table
-    from sarag_assets.evaluation.run import EvalError, evaluate
+    from sarag_assets.evaluation.report import (
+        render_bar_chart,
+        render_markdown,
+        render_table,
+    )
+    from sarag_assets.evaluation.run import evaluate
+    from sarag_assets.evaluation.scoring import EvalError
 
     for name in (args.corpus, args.queries):
         if not Path(name).is_file():
@@ -326,7 +309,7 @@ def _one_line(text: str, limit: int = 100) -> str:
 
 
 def cmd_bench_pipeline(args) -> int:
-    from sarag_assets.bench.pipeline_throughput import run
+    from sarag_assets.evaluation.bench.pipeline_throughput import run
 
     return run(args)
 

@@ -8,23 +8,39 @@ from sarag_assets.defs.automation import (
     optimize_indices_schedule,
     stale_rows_backfill,
 )
-from sarag_assets.defs.evaluation import evaluation_job, preference_pairs, table_quality_report
+from sarag_assets.defs.evaluation import (
+    evaluation_job,
+    preference_pairs,
+    table_quality_report,
+)
 from sarag_assets.defs.indices import feature_clusters, lancedb_indices, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
     cluster_job,
     govern_metadata_job,
-    value_mentions_job,
     index_batch_job,
     ingest_batch_job,
     optimize_indices_job,
     refresh_rows_job,
+    value_mentions_job,
 )
 from sarag_assets.defs.refinement import dialogue_graphs, pseudo_documents
-from sarag_assets.defs.retrieval_evaluation import retrieval_evaluation, retrieval_evaluation_job
-from sarag_assets.defs.resources import EmbedderResource, IngestConfig, SaragHome, Structuring
+from sarag_assets.defs.resources import (
+    EmbedderResource,
+    IngestConfig,
+    SaragHome,
+    Structuring,
+)
+from sarag_assets.defs.retrieval_evaluation import (
+    retrieval_evaluation,
+    retrieval_evaluation_job,
+)
 from sarag_assets.defs.sensors import inbox_sensor
-from sarag_assets.defs.structuring import candidate_schemas, governed_metadata, validated_rows
+from sarag_assets.defs.structuring import (
+    candidate_schemas,
+    governed_metadata,
+    validated_rows,
+)
 
 defs = dg.Definitions(
     assets=[

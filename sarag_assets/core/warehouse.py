@@ -9,8 +9,10 @@ another process instead of failing at once.
 
 from __future__ import annotations
 
+import json
 import time
 from contextlib import contextmanager
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
@@ -374,3 +376,169 @@ def read_table(con: duckdb.DuckDBPyConnection, table: str) -> pl.DataFrame:
     ensure_schema(con)
     cols = ", ".join(f'"{c}"' for c, _ in TABLES[table])
     return con.execute(f"SELECT {cols} FROM {table}").pl()
+
+
+# --- what the stages read and write beyond whole batches ---------------------------------------------
+
+
+def current_dialogue_ids(con: duckdb.DuckDBPyConnection, batch_key: str | None = None) -> set[str]:
+    """Ids of the current conversation versions (in one batch, or everywhere)."""
+    if batch_key is None:
+        return {d for (d,) in con.execute("SELECT dialogue_id FROM current_dialogue_versions").fetchall()}
+    return {d for (d,) in con.execute(
+        "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [batch_key]).fetchall()}
+
+
+def current_rows(con: duckdb.DuckDBPyConnection, table: str, batch_keys: list[str] | None = None) -> pl.DataFrame:
+    """Rows of `table` for current conversation versions (optionally only in these batches)."""
+    if table not in TABLES:
+        raise ValueError(f"unknown warehouse table {table!r}")
+    where = "WHERE t.batch_key IN (SELECT unnest(?))" if batch_keys is not None else ""
+    return con.execute(
+        f"SELECT t.* FROM {table} t JOIN current_dialogue_versions c USING (dialogue_id, batch_key) {where}",
+        [batch_keys] if batch_keys is not None else [],
+    ).pl()
+
+
+def conversation_table(con: duckdb.DuckDBPyConnection, batch_key: str | None = None,
+                       *, has_columns: bool = True) -> pl.DataFrame:
+    """The wide conversation_table (one row per current conversation); with no governed column yet, just
+    the current (dialogue_id, batch_key) pairs."""
+    source = "conversation_table" if has_columns else "(SELECT dialogue_id, batch_key FROM current_dialogue_versions)"
+    if batch_key is None:
+        return con.execute(f"SELECT * FROM {source}").pl()
+    return con.execute(f"SELECT * FROM {source} WHERE batch_key = ?", [batch_key]).pl()
+
+
+def failed_conversations(con: duckdb.DuckDBPyConnection, batch_key: str) -> int:
+    return con.execute(
+        "SELECT count(DISTINCT dialogue_id) FROM structuring_failures WHERE batch_key = ?", [batch_key]).fetchone()[0]
+
+
+def latest_cluster_model(con: duckdb.DuckDBPyConnection) -> bytes | None:
+    row = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone()
+    return row[0] if row else None
+
+
+# --- governed metadata M* ------------------------------------------------------------------------------
+
+_STATES_NEWEST_FIRST = "SELECT version, state_json FROM governance_state ORDER BY saved_at DESC, version DESC"
+
+
+def latest_governance_state(con: duckdb.DuckDBPyConnection) -> tuple[int, str] | None:
+    """(version, state JSON) of the newest saved M*, or None before the first governance run."""
+    return con.execute(_STATES_NEWEST_FIRST + " LIMIT 1").fetchone()
+
+
+def governance_states(con: duckdb.DuckDBPyConnection) -> Iterator[str]:
+    """Every saved M* as JSON, newest first, fetched in small chunks."""
+    cursor = con.execute(_STATES_NEWEST_FIRST)
+    while rows := cursor.fetchmany(50):
+        for _, state_json in rows:
+            yield state_json
+
+
+def latest_metadata_version(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT coalesce(max(version), 0) FROM metadata_versions").fetchone()[0]
+
+
+def next_operation_seq(con: duckdb.DuckDBPyConnection) -> int:
+    return con.execute("SELECT coalesce(max(seq), 0) FROM metadata_operations").fetchone()[0]
+
+
+def ungoverned_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Candidate columns of current conversation versions that governance has not processed yet, in a
+    deterministic order: landing time, then batch, then dialogue, then the better-scored column first."""
+    return con.execute("""
+        SELECT c.* FROM candidate_schemas c
+        JOIN current_dialogue_versions v USING (dialogue_id, batch_key)
+        WHERE NOT EXISTS (SELECT 1 FROM governance_processed p
+                          WHERE p.dialogue_id = c.dialogue_id AND p.content_hash = c.content_hash)
+        ORDER BY v.landed_at, c.batch_key, c.dialogue_id, c.overall DESC, c.column_name
+    """).pl()
+
+
+def save_governance(con: duckdb.DuckDBPyConnection, *, versions: pl.DataFrame | None, operations: pl.DataFrame,
+                    processed: pl.DataFrame, version: int, state_json: str,
+                    columns: list[tuple[str, str]]) -> None:
+    """One governance run's results in one transaction (new M* versions, operations, the conversations it
+    processed, the saved state), then the conversation_table view over the new columns."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        if versions is not None and versions.height:
+            append_rows(con, "metadata_versions", versions)
+        append_rows(con, "metadata_operations", operations)
+        append_rows(con, "governance_processed", processed)
+        append_rows(con, "governance_state", pl.DataFrame([{
+            "version": version, "state_json": state_json, "saved_at": datetime.now(timezone.utc)}]))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    refresh_conversation_table(con, columns)
+
+
+# --- what the query side reads --------------------------------------------------------------------------
+
+
+def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def value_mention_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """value -> how many conversations mention it (empty in a home built before value_mentions existed)."""
+    if "value_mentions" not in table_names(con):
+        return {}
+    return dict(con.execute("SELECT value, conversations FROM value_mentions").fetchall())
+
+
+def graph_of(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> tuple[list[dict], list[tuple]]:
+    """The current dialogue-graph nodes (in turn order) and edges of these conversations."""
+    nodes = con.execute(
+        """SELECT n.dialogue_id, n.node_id, n.issue, n.answer, n.turn_start, n.turn_end
+           FROM graph_nodes n JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+           WHERE n.dialogue_id IN (SELECT unnest(?)) ORDER BY n.dialogue_id, n.turn_start""",
+        [dialogue_ids]).pl().to_dicts()
+    edges = con.execute(
+        """SELECT e.dialogue_id, e.source, e.target, e.relation
+           FROM graph_edges e JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+           WHERE e.dialogue_id IN (SELECT unnest(?))""", [dialogue_ids]).fetchall()
+    return nodes, edges
+
+
+def home_summary(con: duckdb.DuckDBPyConnection) -> dict:
+    """What a finished run left in the warehouse: conversations per source format, quarantine reasons, M*
+    with each column's filled share over current rows, structuring failures, and the rows each LanceDB
+    table should hold."""
+    state = latest_governance_state(con)
+    current_join = "JOIN current_dialogue_versions USING (dialogue_id, batch_key)"
+    n_current = con.execute("SELECT count(*) FROM current_dialogue_versions").fetchone()[0]
+    documents = con.execute(f"SELECT count(*) FROM pseudo_documents {current_join}").fetchone()[0]
+    return {
+        "by_format": con.execute(
+            "SELECT source_format, count(DISTINCT dialogue_id), count(*) FROM current_dialogues GROUP BY 1 ORDER BY 1"
+        ).fetchall(),
+        "quarantined": con.execute("SELECT count(*) FROM quarantine").fetchone()[0],
+        "quarantine_reasons": con.execute(
+            "SELECT reason, count(*) FROM quarantine GROUP BY 1 ORDER BY 2 DESC LIMIT 5").fetchall(),
+        "metadata_version": state[0] if state else None,
+        "columns": json.loads(state[1])["columns"] if state else [],
+        "filled": dict(con.execute(
+            """SELECT v.column_name, avg(CASE WHEN v.value IS NULL THEN 0 ELSE 1 END)
+               FROM validated_rows v JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
+               GROUP BY 1""").fetchall()),
+        "failed_conversations": con.execute(
+            "SELECT count(DISTINCT dialogue_id) FROM structuring_failures").fetchone()[0],
+        "index_sources": {
+            "table_rows": n_current,
+            "issue_documents": documents,
+            "solution_documents": documents,
+            "graph_nodes": con.execute(f"SELECT count(*) FROM graph_nodes {current_join}").fetchone()[0],
+            "conversation_texts": n_current,
+        },
+    }
+
+
+def cluster_assignments(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every stored cluster assignment (read-only connections welcome: no schema change)."""
+    return con.execute("SELECT * FROM cluster_assignments").pl()

@@ -6,6 +6,7 @@ from sarag_assets.defs.jobs import cluster_job, optimize_indices_job, refresh_ro
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.structuring import stale_row_partitions
 
+
 @dg.schedule(
     job=refresh_rows_job,
     cron_schedule="0 3 * * *",

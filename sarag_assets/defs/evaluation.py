@@ -11,11 +11,20 @@ import time
 import dagster as dg
 import polars as pl
 
-from sarag_assets.core import governance, warehouse
-from sarag_assets.core.landing import landed_manifests
-from sarag_assets.core.preference_pairs import KINDS, preference_pairs as build_pairs, write_pairs
-from sarag_assets.core.structuring import GATES_SKIPPED, conversations_from_raw
-from sarag_assets.core.table_quality import (
+from sarag_assets.backends.llm import KINDS, CallStats, write_pairs
+from sarag_assets.backends.llm import preference_pairs as build_pairs
+from sarag_assets.core import warehouse
+from sarag_assets.core.ingest.landing import landed_manifests
+from sarag_assets.core.structuring import governance
+from sarag_assets.core.structuring.tables import GATES_SKIPPED, conversations_from_raw
+from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
+from sarag_assets.defs.resources import (
+    DUCKDB_POOL,
+    EmbedderResource,
+    SaragHome,
+    Structuring,
+)
+from sarag_assets.evaluation.table_quality import (
     ablation_tables,
     find_benchmarks,
     measure_benchmark,
@@ -23,21 +32,8 @@ from sarag_assets.core.table_quality import (
     table_from_rows,
     write_reports,
 )
-from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
-from sarag_assets.defs.resources import DUCKDB_POOL, EmbedderResource, SaragHome, Structuring
-from sarag_assets.defs.structuring import load_metadata
-from sarag_assets.llm.client import CallStats
 
 PREFERENCE_PAIRS_FILE = "preference_pairs.jsonl"
-
-
-def _current(con, table: str, batch_keys: list[str] | None = None) -> pl.DataFrame:
-    """Rows of `table` for current conversation versions (optionally only in these batches)."""
-    where = "WHERE t.batch_key IN (SELECT unnest(?))" if batch_keys is not None else ""
-    return con.execute(
-        f"SELECT t.* FROM {table} t JOIN current_dialogue_versions c USING (dialogue_id, batch_key) {where}",
-        [batch_keys] if batch_keys is not None else [],
-    ).pl()
 
 
 def _pipeline_label(metadata, rows: pl.DataFrame) -> tuple[str, str]:
@@ -79,9 +75,9 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
             notes.append(f"{benchmark.name}: its corpus was not landed in this home")
             continue
         with warehouse.connect(home.warehouse) as con:
-            metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
-            raw = _current(con, "raw_dialogues", batch_keys).sort("dialogue_id", "turn_index")
-            rows = _current(con, "validated_rows", batch_keys)
+            metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+            raw = warehouse.current_rows(con, "raw_dialogues", batch_keys).sort("dialogue_id", "turn_index")
+            rows = warehouse.current_rows(con, "validated_rows", batch_keys)
         if raw.height == 0:
             notes.append(f"{benchmark.name}: none of its conversations is current in this home")
             continue
@@ -139,9 +135,9 @@ def preference_pairs(context: dg.AssetExecutionContext, sarag_home: SaragHome, s
     home = sarag_home.home()
     with warehouse.connect(home.warehouse) as con:
         warehouse.ensure_schema(con)
-        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
-        rows = _current(con, "validated_rows")
-        raw = _current(con, "raw_dialogues").sort("dialogue_id", "turn_index")
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        rows = warehouse.current_rows(con, "validated_rows")
+        raw = warehouse.current_rows(con, "raw_dialogues").sort("dialogue_id", "turn_index")
     current = rows.filter(pl.col("metadata_version") == metadata.version)
     table = table_from_rows(current)
     path = home.reports / PREFERENCE_PAIRS_FILE

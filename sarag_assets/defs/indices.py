@@ -4,15 +4,27 @@ lancedb_indices[batch]."""
 import dagster as dg
 
 from sarag_assets.core import warehouse
-from sarag_assets.core.cluster_stage import save_cluster_update, update_clusters
-from sarag_assets.core.clusters import ClusterModel, oversized_clusters
-from sarag_assets.core.index_documents import batch_index_rows, encode_tables, linearized_rows
-from sarag_assets.core.indices import IndexStore, vector_health
-from sarag_assets.core.value_mentions import count_mentions, table_cells
+from sarag_assets.core.indices.cluster_updates import (
+    save_cluster_update,
+    update_clusters,
+)
+from sarag_assets.core.indices.clusters import ClusterModel, oversized_clusters
+from sarag_assets.core.indices.documents import (
+    batch_index_rows,
+    encode_tables,
+    linearized_rows,
+)
+from sarag_assets.core.indices.store import IndexStore, vector_health
+from sarag_assets.core.indices.value_mentions import count_mentions, table_cells
+from sarag_assets.core.structuring import governance
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
-from sarag_assets.defs.resources import DUCKDB_POOL, EmbedderResource, SaragHome, Structuring
-from sarag_assets.defs.structuring import load_metadata
+from sarag_assets.defs.resources import (
+    DUCKDB_POOL,
+    EmbedderResource,
+    SaragHome,
+    Structuring,
+)
 
 
 class ClusterRunConfig(dg.Config):
@@ -21,8 +33,7 @@ class ClusterRunConfig(dg.Config):
 
 
 def _current_table(con, columns):
-    table = con.execute("SELECT * FROM conversation_table").pl() if columns else \
-        con.execute("SELECT dialogue_id, batch_key FROM current_dialogue_versions").pl()
+    table = warehouse.conversation_table(con, has_columns=bool(columns))
     return linearized_rows(table, columns)
 
 
@@ -42,11 +53,11 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
                      structuring: Structuring, embedder: EmbedderResource):
     home = sarag_home.home()
     with warehouse.connect(home.warehouse) as con:
-        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         rows = _current_table(con, [c.name for c in metadata.columns])
-        stored = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone()
+        stored = warehouse.latest_cluster_model(con)
         previous_assignments = warehouse.read_table(con, "cluster_assignments")
-    previous = ClusterModel.from_bytes(stored[0]) if stored else None
+    previous = ClusterModel.from_bytes(stored) if stored else None
     if rows.height == 0:
         raise dg.Failure("no current conversations to cluster yet")
     update = update_clusters(previous, rows, previous_assignments, refit=config.refit, k=config.k or None,
@@ -84,7 +95,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
 def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
     home = sarag_home.home()
     with warehouse.connect(home.warehouse) as con:
-        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         names = [c.name for c in metadata.columns]
         cells, n_rows = table_cells(con, names)
         texts = warehouse.conversation_texts(con)
@@ -120,11 +131,10 @@ def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
     home = sarag_home.home()
     key = context.partition_key
     with warehouse.connect(home.warehouse) as con:
-        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         columns = [c.name for c in metadata.columns]
-        current_ids = {d for (d,) in con.execute(
-            "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [key]).fetchall()}
-        table = con.execute("SELECT * FROM conversation_table WHERE batch_key = ?", [key]).pl()
+        current_ids = warehouse.current_dialogue_ids(con, key)
+        table = warehouse.conversation_table(con, key)
         documents = warehouse.read_batch(con, "pseudo_documents", key)
         nodes = warehouse.read_batch(con, "graph_nodes", key)
         turns = warehouse.current_turns(con, key)

@@ -4,10 +4,10 @@
 import dagster as dg
 
 from sarag_assets.core import warehouse
-from sarag_assets.core.ingest import build_batch
-from sarag_assets.core.landing import BatchManifest
-from sarag_assets.core.parsers import parse_file
-from sarag_assets.core.quality import raw_dialogue_rules
+from sarag_assets.core.checks import raw_dialogue_rules
+from sarag_assets.core.ingest.landing import BatchManifest
+from sarag_assets.core.ingest.parsers import parse_file
+from sarag_assets.core.ingest.raw_dialogues import build_batch
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, IngestConfig, SaragHome
 

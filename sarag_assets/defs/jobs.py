@@ -51,7 +51,7 @@ value_mentions_job = dg.define_asset_job(
 
 @dg.op(description="Compact the LanceDB tables and bring their indices up to date.")
 def optimize_lancedb(context: dg.OpExecutionContext, sarag_home: SaragHome):
-    from sarag_assets.core.indices import IndexStore
+    from sarag_assets.core.indices.store import IndexStore
 
     store = IndexStore(str(sarag_home.home().lancedb))
     report = store.optimize()

@@ -2,14 +2,16 @@
 
 import dagster as dg
 
+from sarag_assets.backends.llm import CallStats
 from sarag_assets.core import warehouse
-from sarag_assets.core.quality import dialogue_graph_rules, pseudo_document_rules
-from sarag_assets.core.refinement_tables import dialogue_graph_rows, pseudo_document_rows
-from sarag_assets.core.structuring import conversations_from_raw
+from sarag_assets.core.checks import dialogue_graph_rules, pseudo_document_rules
+from sarag_assets.core.refinement.tables import (
+    dialogue_graph_rows,
+    pseudo_document_rows,
+)
+from sarag_assets.core.structuring.tables import conversations_from_raw, failure_frame
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome, Structuring
-from sarag_assets.defs.structuring import failure_frame
-from sarag_assets.llm.client import CallStats
 
 
 def _batch_conversations(home, key):

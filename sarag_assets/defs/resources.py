@@ -3,7 +3,13 @@
 
 import dagster as dg
 
-from sarag_assets.settings import GOVERNANCE_MODES, Home, IngestSettings, StructuringSwitches, env_int
+from sarag_assets.settings import (
+    GOVERNANCE_MODES,
+    Home,
+    IngestSettings,
+    StructuringSwitches,
+    env_int,
+)
 
 # Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
 DUCKDB_POOL = "duckdb_writer"
@@ -49,8 +55,8 @@ class Structuring(dg.ConfigurableResource):
     gates: str = ""
 
     def backend(self, home: Home, stats):
-        from sarag_assets.llm.backends import backend_from_env
-        from sarag_assets.llm.cache import CallCache
+        from sarag_assets.backends.llm import CallCache
+        from sarag_assets.backends.registry import backend_from_env
 
         return backend_from_env(cache=CallCache(str(home.warehouse)), stats=stats)
 
@@ -81,6 +87,6 @@ class EmbedderResource(dg.ConfigurableResource):
     batch_size: int = 64
 
     def embedder(self, home: Home):
-        from sarag_assets.core.embedding import DuckDBEmbeddingStore, Embedder
+        from sarag_assets.core.encoding.embedder import DuckDBEmbeddingStore, Embedder
 
         return Embedder(self.model or None, batch_size=self.batch_size, store=DuckDBEmbeddingStore(str(home.warehouse)))

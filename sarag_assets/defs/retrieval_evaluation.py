@@ -20,12 +20,17 @@ def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHom
     from sarag_assets.core import warehouse
     from sarag_assets.evaluation.queries import load_queries
     from sarag_assets.evaluation.report import render_bar_chart, render_markdown
-    from sarag_assets.evaluation.run import BASELINES, QUERY_SYSTEMS, TEXT_SYSTEMS, score_systems
+    from sarag_assets.evaluation.scoring import (
+        BASELINES,
+        QUERY_SYSTEMS,
+        TEXT_SYSTEMS,
+        score_systems,
+    )
 
     home = sarag_home.home()
     benchmarks = sorted(home.root.glob("generated/*/queries.jsonl"))
     with warehouse.connect(home.warehouse, read_only=True) as con:
-        current = {d for (d,) in con.execute("SELECT dialogue_id FROM current_dialogue_versions").fetchall()}
+        current = warehouse.current_dialogue_ids(con)
     queries, skipped = [], []
     for path in benchmarks:
         loaded = load_queries(path)

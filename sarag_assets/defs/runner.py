@@ -121,7 +121,11 @@ def land_and_process(
 def _batches_without_text_index(defs: dg.Definitions, keys: list[str]) -> set[str]:
     """Batches whose conversations are in `table_rows` but not in `conversation_texts`: indexed by a sarag
     from before the text indices (or cut off between the two writes). They are indexed again."""
-    from sarag_assets.core.indices import CONVERSATION_TEXTS, TABLE_ROWS, IndexStore
+    from sarag_assets.core.indices.store import (
+        CONVERSATION_TEXTS,
+        TABLE_ROWS,
+        IndexStore,
+    )
 
     resource = defs.resources.get("sarag_home")
     if resource is None or not hasattr(resource, "home"):

@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from sarag_assets.core.landing import scan_inbox
+from sarag_assets.core.ingest.landing import scan_inbox
 from sarag_assets.defs.jobs import ingest_batch_job
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import IngestConfig, SaragHome

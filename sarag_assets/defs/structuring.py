@@ -1,16 +1,17 @@
 """Structuring stage: candidate_schemas[batch] → governed_metadata → validated_rows[batch]."""
 
-from datetime import datetime, timezone
 
 import dagster as dg
 import polars as pl
 
-from sarag_assets.core import governance, warehouse
-from sarag_assets.core.quality import metadata_rules
-from sarag_assets.core.structuring import (
-    Failure,
+from sarag_assets.backends.llm import CallStats
+from sarag_assets.core import warehouse
+from sarag_assets.core.checks import metadata_rules
+from sarag_assets.core.structuring import governance
+from sarag_assets.core.structuring.tables import (
     candidate_schema_rows,
     conversations_from_raw,
+    failure_frame,
     govern,
     metadata_version_row,
     validated_row_outcomes,
@@ -19,39 +20,10 @@ from sarag_assets.core.structuring import (
 from sarag_assets.defs.conditions import GOVERN_ON_NEW_CANDIDATES, ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome, Structuring
-from sarag_assets.llm.client import CallStats
-from sarag_assets.llm.interface import GovernedMetadata
 from sarag_assets.settings import StructuringSwitches
 
 METADATA_FINGERPRINT = "metadata_fingerprint"
 GATES = "gates"
-
-
-def failure_frame(batch_key: str, failures: list[Failure], backend: str) -> pl.DataFrame:
-    now = datetime.now(timezone.utc)
-    return pl.DataFrame(
-        [{"batch_key": batch_key, "dialogue_id": f.dialogue_id, "content_hash": f.content_hash, "stage": f.stage,
-          "reason": f.reason, "backend": backend, "failed_at": now} for f in failures],
-        schema=warehouse.polars_schema("structuring_failures"),
-    )
-
-
-def load_metadata(con, capacity: int, min_support: int) -> GovernedMetadata:
-    warehouse.ensure_schema(con)
-    row = con.execute("SELECT state_json FROM governance_state ORDER BY saved_at DESC, version DESC LIMIT 1").fetchone()
-    metadata = GovernedMetadata.model_validate_json(row[0]) if row else GovernedMetadata()
-    return metadata.model_copy(update={"capacity": capacity, "min_support": min_support})
-
-
-def load_last_governed(con) -> GovernedMetadata | None:
-    """The newest saved M* that is not the fixed schema (where governance resumes after SARAG_GOVERNANCE=fixed)."""
-    cursor = con.execute("SELECT state_json FROM governance_state ORDER BY saved_at DESC, version DESC")
-    while rows := cursor.fetchmany(50):
-        for (state_json,) in rows:
-            metadata = GovernedMetadata.model_validate_json(state_json)
-            if not governance.is_fixed(metadata):
-                return metadata
-    return None
 
 
 @dg.asset(
@@ -107,20 +79,14 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     backend = structuring.backend(home, stats)
     mode = structuring.switches().governance
     with warehouse.connect(home.warehouse) as con:
-        before = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
-        latest_version = max(before.version, con.execute(
-            "SELECT coalesce(max(version), 0) FROM metadata_versions").fetchone()[0])
-        last_governed = load_last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
+        before = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        latest_version = max(before.version, warehouse.latest_metadata_version(con))
+        last_governed = governance.last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
         # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
         # The fixed schema reads no candidates (they stay unseen for a later switch back to governed).
-        unseen = warehouse.empty_frame("candidate_schemas") if mode == "fixed" else con.execute("""
-            SELECT c.* FROM candidate_schemas c
-            JOIN current_dialogue_versions v USING (dialogue_id, batch_key)
-            WHERE NOT EXISTS (SELECT 1 FROM governance_processed p
-                              WHERE p.dialogue_id = c.dialogue_id AND p.content_hash = c.content_hash)
-            ORDER BY v.landed_at, c.batch_key, c.dialogue_id, c.overall DESC, c.column_name
-        """).pl()
-        next_seq = con.execute("SELECT coalesce(max(seq), 0) FROM metadata_operations").fetchone()[0]
+        unseen = (warehouse.empty_frame("candidate_schemas") if mode == "fixed"
+                  else warehouse.ungoverned_candidates(con))
+        next_seq = warehouse.next_operation_seq(con)
     evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,
                        last_governed=last_governed, next_seq=next_seq)
     made_by = governance.FIXED_BACKEND if mode == "fixed" else backend.name
@@ -132,17 +98,13 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         .with_columns(pl.lit(after.version).alias("metadata_version"))
     )
     with warehouse.connect(home.warehouse) as con:
-        con.execute("BEGIN TRANSACTION")
-        if evolution.versions:
-            warehouse.append_rows(con, "metadata_versions",
-                                  pl.DataFrame([metadata_version_row(v, made_by) for v in evolution.versions]))
-        warehouse.append_rows(con, "metadata_operations", pl.DataFrame(
-            evolution.operations, schema=warehouse.polars_schema("metadata_operations")))
-        warehouse.append_rows(con, "governance_processed", processed)
-        warehouse.append_rows(con, "governance_state", pl.DataFrame([{
-            "version": after.version, "state_json": after.model_dump_json(), "saved_at": datetime.now(timezone.utc)}]))
-        con.execute("COMMIT")
-        warehouse.refresh_conversation_table(con, [(c.name, c.type) for c in after.columns])
+        warehouse.save_governance(
+            con,
+            versions=pl.DataFrame([metadata_version_row(v, made_by) for v in evolution.versions]) if evolution.versions else None,
+            operations=pl.DataFrame(evolution.operations, schema=warehouse.polars_schema("metadata_operations")),
+            processed=processed, version=after.version, state_json=after.model_dump_json(),
+            columns=[(c.name, c.type) for c in after.columns],
+        )
     fingerprint = governance.fingerprint(after)
     ops = pl.DataFrame(evolution.operations, schema=warehouse.polars_schema("metadata_operations"))
     columns_md = "\n".join(
@@ -197,15 +159,14 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     key = context.partition_key
     gates = structuring.switches().gates
     with warehouse.connect(home.warehouse) as con:
-        metadata = load_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
         raw = warehouse.read_batch(con, "raw_dialogues", key)
         existing = warehouse.read_batch(con, "validated_rows", key)
     result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend, gates=gates)
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_batch(con, "validated_rows", key, result.frame)
         warehouse.replace_failures(con, key, "extract_row", failure_frame(key, result.failures, backend.name))
-        n_failed = con.execute(
-            "SELECT count(DISTINCT dialogue_id) FROM structuring_failures WHERE batch_key = ?", [key]).fetchone()[0]
+        n_failed = warehouse.failed_conversations(con, key)
         stored = warehouse.read_batch(con, "validated_rows", key)
         warehouse.refresh_conversation_table(con, [(c.name, c.type) for c in metadata.columns])
     yield dg.MaterializeResult(metadata={

@@ -29,13 +29,19 @@ from sarag_assets.evaluation.metrics import (
 )
 from sarag_assets.evaluation.queries import (
     CorpusDialogue,
+    CorpusFileError,
     EvalQuery,
     QueryFileError,
-    CorpusFileError,
     load_corpus,
     load_queries,
 )
-from sarag_assets.evaluation.report import EvalReport, build_report, render_bar_chart, render_markdown, render_table
+from sarag_assets.evaluation.report import (
+    EvalReport,
+    build_report,
+    render_bar_chart,
+    render_markdown,
+    render_table,
+)
 
 __all__ = [
     "BASELINE_NAMES",

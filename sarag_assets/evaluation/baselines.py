@@ -21,7 +21,7 @@ prepositions, conjunctions, negations; no content words) are dropped; a light su
   conversations and frequent words weigh more.
 - ``bm25``: Okapi BM25, k1 = 1.2, b = 0.75, idf = ln(1 + (N - df + 0.5) / (df + 0.5)) (the
   non-negative form Lucene uses), over the query's distinct terms; document length = analyzed tokens.
-- ``dense``: all-MiniLM-L6-v2 (``sarag_assets.core.embedding``), cosine of the query text and the raw
+- ``dense``: all-MiniLM-L6-v2 (``sarag_assets.core.encoding.embedder``), cosine of the query text and the raw
   conversation text. The model reads at most 256 word pieces (about 150-200 English words) and the
   rest is silently cut, so a long conversation is represented by its opening: usually the user's
   problem statement, often not the helper's answer or later corrections. That is what embedding raw
@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import re
 import time
-from functools import lru_cache
 import unicodedata
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -296,7 +296,7 @@ class DenseRetriever(_Ranked):
     @property
     def embedder(self):
         if self._embedder is None:
-            from sarag_assets.core.embedding import default_embedder
+            from sarag_assets.core.encoding.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder

@@ -213,7 +213,7 @@ class NuggetMatcher:
     @property
     def embedder(self):
         if self._embedder is None:
-            from sarag_assets.core.embedding import default_embedder
+            from sarag_assets.core.encoding.embedder import default_embedder
 
             self._embedder = default_embedder()
         return self._embedder

@@ -27,7 +27,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from sarag_assets.evaluation.metrics import NUGGET_METRIC, RETRIEVAL_METRICS, QueryScore, aggregate
+from sarag_assets.evaluation.metrics import (
+    NUGGET_METRIC,
+    RETRIEVAL_METRICS,
+    QueryScore,
+    aggregate,
+)
 
 __all__ = [
     "REPORT_KEYS",

@@ -7,7 +7,14 @@ Reads DuckDB read-only and LanceDB for reading; never imports Dagster.
         sarag.search("my router keeps rebooting", k=10)
 """
 
-from sarag_assets.query.engine import CHANNELS, HomeNotReady, LLMRequired, Sarag, SearchHit, SearchSettings
+from sarag_assets.query.engine import (
+           CHANNELS,
+           HomeNotReady,
+           LLMRequired,
+           Sarag,
+           SearchHit,
+           SearchSettings,
+)
 from sarag_assets.query.sql import SqlError, SqlRefused
 from sarag_assets.query.understanding import QueryError
 

@@ -30,7 +30,7 @@ from typing import Sequence
 
 import numpy as np
 
-from sarag_assets.core.indices import IndexStore
+from sarag_assets.core.indices.store import IndexStore
 from sarag_assets.query import kernels
 
 DEFAULT_MAX_ROWS = 1_000_000

@@ -47,12 +47,27 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from sarag_assets.core.indices import (CONVERSATION_PASSAGES, CONVERSATION_TEXTS, GRAPH_NODES, ISSUE_DOCUMENTS,
-                                      SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore)
+from sarag_assets.core.indices.store import (
+    CONVERSATION_PASSAGES,
+    CONVERSATION_TEXTS,
+    GRAPH_NODES,
+    ISSUE_DOCUMENTS,
+    SOLUTION_DOCUMENTS,
+    TABLE_ROWS,
+    IndexStore,
+)
 from sarag_assets.query.dense import DEFAULT_MAX_ROWS, DenseIndexes
 from sarag_assets.query.fusion import fuse
-from sarag_assets.query.understanding import (Query, QueryError, ValueLexicon, normalize, read_query, readable_text,
-                                              resolve_contrast, resolve_version_direction)
+from sarag_assets.query.understanding import (
+    Query,
+    QueryError,
+    ValueLexicon,
+    normalize,
+    read_query,
+    readable_text,
+    resolve_contrast,
+    resolve_version_direction,
+)
 from sarag_assets.settings import Home, env_int
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
@@ -146,22 +161,17 @@ class Sarag:
         from sarag_assets.core import warehouse
 
         with warehouse.connect(self.home.warehouse, read_only=True) as con:
-            state = con.execute(
-                "SELECT version, state_json FROM governance_state ORDER BY saved_at DESC LIMIT 1").fetchone()
+            state = warehouse.latest_governance_state(con)
             columns = json.loads(state[1])["columns"] if state else []
             self.metadata_version = state[0] if state else None
             self.columns = [{"name": c["name"], "type": c.get("type", "string"),
                              "description": c.get("meaning") or c.get("description") or ""} for c in columns]
             names, table = warehouse.wide_rows(con, [c["name"] for c in self.columns])
-            tables = _tables(con)
-            stored = con.execute("SELECT model FROM cluster_models ORDER BY fitted_at DESC LIMIT 1").fetchone() \
-                if "cluster_models" in tables else None
-            self._cluster_bytes = stored[0] if stored else None
-            self._assignments = con.execute("SELECT * FROM cluster_assignments").pl() \
-                if self._cluster_bytes else None
+            tables = warehouse.table_names(con)
+            self._cluster_bytes = warehouse.latest_cluster_model(con) if "cluster_models" in tables else None
+            self._assignments = warehouse.cluster_assignments(con) if self._cluster_bytes else None
             # none in a home built before value_mentions existed: every value is then trusted fully
-            self._mentions = dict(con.execute("SELECT value, conversations FROM value_mentions").fetchall()) \
-                if "value_mentions" in tables else {}
+            self._mentions = warehouse.value_mention_counts(con)
         self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
@@ -178,7 +188,7 @@ class Sarag:
     @property
     def embedder(self):
         if self._embedder is None:
-            from sarag_assets.core.embedding import RUNTIMES, Embedder
+            from sarag_assets.core.encoding.embedder import RUNTIMES, Embedder
 
             threads = _limit_query_threads()
             runtime = os.environ.get("SARAG_QUERY_RUNTIME", "").strip() or "onnx"
@@ -190,7 +200,8 @@ class Sarag:
     def _clusters(self):
         """The cluster route's index, built on first use (it reads every row vector once)."""
         if self._cluster_index is None and self._cluster_bytes is not None:
-            from sarag_assets.core.clusters import ClusterIndex, ClusterModel
+            from sarag_assets.core.indices.cluster_route import ClusterIndex
+            from sarag_assets.core.indices.clusters import ClusterModel
 
             model = ClusterModel.from_bytes(self._cluster_bytes)
             rows = self.dense.get(TABLE_ROWS)  # one row per dialogue; the matrix is shared, not copied
@@ -289,7 +300,7 @@ class Sarag:
         """The configured LLM (SARAG_LLM_BASE_URL), or None. Calls are not cached here: the query side
         never writes the warehouse."""
         if self._llm is None:
-            from sarag_assets.llm.client import LLMSettings, StructuredLLM
+            from sarag_assets.backends.llm import LLMSettings, StructuredLLM
 
             settings = LLMSettings.from_env()
             self._llm = StructuredLLM(settings) if settings else False
@@ -318,21 +329,13 @@ class Sarag:
 
     def _graph_evidence(self, dialogue_ids: list[str], vector: np.ndarray, *, m: int, radius: int):
         from sarag_assets.core import warehouse
-        from sarag_assets.core.indices import sql_string
+        from sarag_assets.core.indices.store import sql_string
         from sarag_assets.query.answers import walk_nodes
 
         if not dialogue_ids:
             return []
         with warehouse.connect(self.home.warehouse, read_only=True) as con:
-            nodes = con.execute(
-                """SELECT n.dialogue_id, n.node_id, n.issue, n.answer, n.turn_start, n.turn_end
-                   FROM graph_nodes n JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
-                   WHERE n.dialogue_id IN (SELECT unnest(?)) ORDER BY n.dialogue_id, n.turn_start""",
-                [dialogue_ids]).pl().to_dicts()
-            edges = con.execute(
-                """SELECT e.dialogue_id, e.source, e.target, e.relation
-                   FROM graph_edges e JOIN current_dialogue_versions c USING (dialogue_id, batch_key)
-                   WHERE e.dialogue_id IN (SELECT unnest(?))""", [dialogue_ids]).fetchall()
+            nodes, edges = warehouse.graph_of(con, dialogue_ids)
         where = "dialogue_id IN (" + ", ".join(sql_string(d) for d in dialogue_ids) + ")"
         similarity = {(h["dialogue_id"], h.get("node_id")): float(h["score"])
                       for h in self.store.vector_search(GRAPH_NODES, vector, max(len(nodes), 1), where)}
@@ -380,7 +383,11 @@ class Sarag:
 
     def ask_sql(self, question: str):
         """Question -> SQL (LLM) -> read-only rows -> an answer from those rows only."""
-        from sarag_assets.query.answers import SqlQuestionAnswer, answer_from_rows, plan_sql
+        from sarag_assets.query.answers import (
+            SqlQuestionAnswer,
+            answer_from_rows,
+            plan_sql,
+        )
         from sarag_assets.query.sql import SqlError
 
         if not isinstance(question, str) or not question.strip():
@@ -442,7 +449,7 @@ class Sarag:
         index = self._clusters()
         if index is None:
             return []
-        from sarag_assets.core.clusters import query_vectors
+        from sarag_assets.core.indices.clusters import query_vectors
 
         views = query_vectors(self._cluster_model, parsed.full_text(), embedding=vector)
         return [(h.dialogue_id, float(h.score)) for h in index.route(views, top_k=depth)]
@@ -589,10 +596,6 @@ def _plain(value):
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
-
-
-def _tables(con) -> set[str]:
-    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
 
 
 def _alpha_fuse(issue: list[tuple[str, float]], solution: list[tuple[str, float]], alpha: float,

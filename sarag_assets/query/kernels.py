@@ -24,7 +24,7 @@ unavailable: str | None = None
 
 def _compile():
     if "NUMBA_CACHE_DIR" not in os.environ:  # numba reads it when imported
-        from sarag_assets.core.onnx_encoder import model_cache_dir
+        from sarag_assets.core.encoding.onnx_encoder import model_cache_dir
 
         os.environ["NUMBA_CACHE_DIR"] = str(model_cache_dir() / "numba")
     import numba

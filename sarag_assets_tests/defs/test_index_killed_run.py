@@ -21,10 +21,14 @@ from pathlib import Path
 
 import dagster as dg
 
-from sarag_assets.core.indices import TABLES, TABLE_ROWS, IndexStore
+from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import write_jsonl
-from sarag_assets_tests.defs.test_retrieval_pipeline import assert_index_matches_warehouse, chat, index_ids
+from sarag_assets_tests.defs.test_retrieval_pipeline import (
+    assert_index_matches_warehouse,
+    chat,
+    index_ids,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 600  # only against a hung child; the test does not depend on timing

@@ -153,7 +153,7 @@ def test_files_that_are_not_conversations_are_quarantined_and_the_rest_still_lan
 
 
 def test_a_file_vanishing_before_landing_is_reported_and_retried(home, monkeypatch):
-    from sarag_assets.core import landing
+    from sarag_assets.core.ingest import landing
 
     path = write_jsonl(home.inbox / "flaky.jsonl", [conversation("f", ("user", "q"), ("agent", "a"))])
     original = landing.snapshot_file

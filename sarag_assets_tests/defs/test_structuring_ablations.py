@@ -12,12 +12,17 @@ import dagster as dg
 import duckdb
 import pytest
 
-from sarag_assets.core import governance
-from sarag_assets.core.structuring import GATES_SKIPPED
-from sarag_assets.core.synthetic import write_corpus
+from sarag_assets.core.structuring import governance
+from sarag_assets.core.structuring.tables import GATES_SKIPPED
 from sarag_assets.defs.runner import land_and_process
+from sarag_assets.evaluation.synthetic import write_corpus
+from sarag_assets_tests.backends.llm.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    tool_name,
+    user_text,
+)
 from sarag_assets_tests.conftest import conversation, write_jsonl
-from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer, tool_name, user_text
 
 FIXED_NAMES = [name for name, _, _ in governance.FIXED_SCHEMA]
 

@@ -10,8 +10,13 @@ import duckdb
 import pytest
 
 from sarag_assets.defs.runner import land_and_process
+from sarag_assets_tests.backends.llm.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+    tool_name,
+    user_text,
+)
 from sarag_assets_tests.conftest import conversation, write_jsonl
-from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer, tool_name, user_text
 
 PRODUCT = re.compile(r"Widget \w+")
 ERROR = re.compile(r"\bE\d{3}\b")

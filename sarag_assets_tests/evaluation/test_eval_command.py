@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sarag_assets.evaluation.run import SYSTEMS, EvalError, parse_systems
+from sarag_assets.evaluation.scoring import SYSTEMS, EvalError, parse_systems
 
 EVAL_DATA = Path(__file__).resolve().parents[1] / "data" / "eval"
 METRICS = {"R@1", "R@3", "R@10", "MRR@3", "nDCG@10"}
@@ -42,7 +42,7 @@ def test_eval_on_a_real_fixture_set_reports_every_system(tmp_path):
     assert (home / "reports" / "eval.md").exists() and (home / "reports" / "eval_r3.png").stat().st_size > 0
     import duckdb
 
-    from sarag_assets.core.governance import FIXED_SCHEMA
+    from sarag_assets.core.structuring.governance import FIXED_SCHEMA
 
     def columns(root):
         con = duckdb.connect(str(root / "warehouse.duckdb"), read_only=True)

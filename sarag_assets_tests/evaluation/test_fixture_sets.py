@@ -11,10 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from sarag_assets.core.parsers import parse_file
+from sarag_assets.core.ingest.parsers import parse_file
 from sarag_assets.evaluation.baselines import BASELINE_NAMES, fit_baselines, run_queries
 from sarag_assets.evaluation.metrics import score_queries
-from sarag_assets.evaluation.queries import check_gold, corpus_record, load_corpus, load_queries
+from sarag_assets.evaluation.queries import (
+    check_gold,
+    corpus_record,
+    load_corpus,
+    load_queries,
+)
 from sarag_assets.evaluation.report import build_report, validate_report_dict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sarag_assets.core.landing import copy_into_inbox
-from sarag_assets.core.synthetic import write_corpus
+from sarag_assets.core.ingest.landing import copy_into_inbox
+from sarag_assets.evaluation.synthetic import write_corpus
 from sarag_assets.settings import Home
 
 N_CONVERSATIONS, SEED = 240, 5

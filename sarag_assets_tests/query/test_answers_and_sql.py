@@ -9,11 +9,14 @@ import sys
 import duckdb
 import pytest
 
-from sarag_assets.llm.client import LLMSettings, StructuredLLM
+from sarag_assets.backends.llm.client import LLMSettings, StructuredLLM
 from sarag_assets.query.answers import GroundedAnswer, SqlAnswer, SqlPlan
 from sarag_assets.query.engine import LLMRequired, Sarag
 from sarag_assets.query.sql import SqlError, SqlRefused
-from sarag_assets_tests.llm.fake_openai_server import Behaviour, FakeOpenAIServer
+from sarag_assets_tests.backends.llm.fake_openai_server import (
+    Behaviour,
+    FakeOpenAIServer,
+)
 
 
 def test_extractive_answer_cites_real_rows_nodes_and_cells(engine, built_home, generated_queries):

@@ -8,7 +8,13 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sarag_assets.core.indices import GRAPH_NODES, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS, TABLE_ROWS, IndexStore
+from sarag_assets.core.indices.store import (
+    GRAPH_NODES,
+    ISSUE_DOCUMENTS,
+    SOLUTION_DOCUMENTS,
+    TABLE_ROWS,
+    IndexStore,
+)
 from sarag_assets.query import dense, kernels
 from sarag_assets.query.dense import DenseIndex, DenseIndexes, Int8Sketch
 

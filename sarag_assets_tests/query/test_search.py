@@ -154,7 +154,7 @@ def test_empty_or_malformed_queries_are_a_query_error(engine, query):
 def test_retrieval_evaluation_asset_scored_the_generated_benchmark(built_home, generated_queries):
     import json
 
-    from sarag_assets.evaluation.run import BASELINES, QUERY_SYSTEMS, TEXT_SYSTEMS
+    from sarag_assets.evaluation.scoring import BASELINES, QUERY_SYSTEMS, TEXT_SYSTEMS
 
     report = json.loads((built_home.reports / "retrieval_evaluation.json").read_text())
     assert report["n_queries"] == len(generated_queries)
@@ -165,7 +165,12 @@ def test_retrieval_evaluation_asset_scored_the_generated_benchmark(built_home, g
 
 def test_eval_scores_a_single_channel_when_asked(built_home, generated_queries):
     from sarag_assets.evaluation.queries import parse_query
-    from sarag_assets.evaluation.run import EvalError, parse_systems, query_settings, score_systems
+    from sarag_assets.evaluation.scoring import (
+        EvalError,
+        parse_systems,
+        query_settings,
+        score_systems,
+    )
 
     assert parse_systems("only_issue,sarag") == ["only_issue", "sarag"]
     with pytest.raises(EvalError, match="unknown systems"):

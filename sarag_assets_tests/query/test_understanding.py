@@ -3,8 +3,15 @@ older/newer releases."""
 
 from __future__ import annotations
 
-from sarag_assets.query.understanding import (ValueLexicon, model_codes, read_query, readable_text, resolve_contrast,
-                                              resolve_version_direction, version_parts)
+from sarag_assets.query.understanding import (
+    ValueLexicon,
+    model_codes,
+    read_query,
+    readable_text,
+    resolve_contrast,
+    resolve_version_direction,
+    version_parts,
+)
 
 CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
          ("d2", "product", "Linkstar DSL500"), ("d2", "model", "LS-DSL500"),

@@ -1,0 +1,263 @@
+"""The dialogue graph (DialogueGraph): issue and answer nodes per unit, edges by how a later unit relates
+to an earlier one (refines, elaborates, new issue), from embeddings and the unit's details.
+
+**Edges** (source = the later unit, target = an earlier one; at most one per unit, first rule wins):
+
+1. the unit opened with a topic shift or "never mind" -> none;
+2. a correction or narrowing cue ("actually", "I meant", "sorry, it's", "X, not Y", "to be precise",
+   "more specifically", "it only happens when"), not about an identifier -> ``refines`` the most
+   similar earlier unit (embedding similarity of the issues);
+3. a clarifying question about the previous answer ("how do I ...?", "where is ...?", "what do you
+   mean ...?", "what if ...?", "does that apply ...?") that refers back to it (a pronoun, a shared
+   content word, or embedding similarity with that answer >= ELABORATE_SIM) -> ``elaborates`` it;
+4. a short elliptical follow-up question ("And for PayPal?", "What about the app?") -> ``elaborates``
+   the previous unit;
+5. the agent's answer continues its earlier instructions ("Next, ...", "After that, ...", "If that
+   doesn't work, ...") -> ``elaborates`` the previous unit;
+6. the user reports that the suggested step failed and states a new symptom -> ``refines`` it;
+7. the unit restates an earlier issue: embedding similarity >= REFINE_SIM, or >= REFINE_SIM_WITH_DETAIL
+   with a new detail (a token with a digit, a capitalized name, a detected entity) -> ``refines`` it;
+8. otherwise unconnected (a topic shift or a second issue).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from sarag_assets.backends.embedded.phrasing import (
+    _ANAPHOR,
+    _CONTINUE,
+    _FOLLOW_UP,
+    _GENERIC,
+    _PLACEHOLDER,
+    ELABORATE_SIM,
+    MAX_NODE_CHARS,
+    REFINE_SIM,
+    REFINE_SIM_WITH_DETAIL,
+    _content,
+    _content_set,
+    _details,
+    _display,
+)
+from sarag_assets.backends.embedded.segmentation import (
+    _ENTITY_SIGNALS,
+    _prepare,
+    _Prepared,
+    _Unit,
+)
+from sarag_assets.core.structuring.interface import (
+    ConversationInput,
+    DialogueGraph,
+    GraphEdge,
+    GraphNode,
+)
+
+# ---------------------------------------------------------------------------------------------------
+# dialogue graph
+
+
+def _join(parts: list[str], limit: int = MAX_NODE_CHARS) -> str:
+    text = " ".join(p for p in parts if p).strip()
+    text = re.sub(r"\s+", " ", text)
+    if len(text) > limit:
+        text = text[:limit].rsplit(" ", 1)[0] + " ..."
+    return text
+
+
+def _unit_issue(p: _Prepared, u: _Unit) -> str:
+    parts = []
+    for ti in u.user_turns:
+        for s in p.by_turn.get(ti, []):
+            if s.filler or s.polarity > 0 and not (s.correction or s.question):
+                continue
+            parts.append(s.text)
+    if not parts and u.user_turns:
+        parts = [_display(p.conv.turns[u.user_turns[0]].text)]
+    return _join(parts)
+
+
+def _unit_answer(p: _Prepared, u: _Unit) -> str:
+    if not u.agent_turns:
+        return ""
+    main, asks, any_text = [], [], []
+    for ti in u.agent_turns:
+        for s in p.by_turn.get(ti, []):
+            any_text.append(s.text)
+            if s.filler:
+                continue
+            (asks if s.request else main).append(s.text)
+    return _join(main or asks or any_text)
+
+
+def _units_fallback(p: _Prepared) -> list[_Unit]:
+    """No turn stated an issue: one unit from the first user turn with text (else the first turn)."""
+    turns = p.conv.turns
+    start = next((i for i, t in enumerate(turns) if t.role == "user" and (t.text or "").strip()), None)
+    if start is None:  # the user never said anything: the agent's turns are all there is
+        u = _Unit(start=0, user_turns=[], end=max(len(turns) - 1, 0), opening=[], cue="first")
+        u.agent_turns = [i for i, t in enumerate(turns) if t.role == "agent"]
+        return [u]
+    u = _Unit(start=start, user_turns=[start], end=len(turns) - 1, opening=[start], cue="first")
+    u.agent_turns = [i for i in range(start, len(turns)) if turns[i].role == "agent"]
+    return [u]
+
+
+def _entities_in(p: _Prepared, turns: set[int]) -> set[str]:
+    out = set()
+    for f in p.analysis.findings:
+        if f.usable and f.turn in turns and f.signal in _ENTITY_SIGNALS:
+            out.add(f.value.lower())
+    return out
+
+
+
+
+EMBED_CHARS = 300  # the start of a unit's issue or answer is what its embedding is made of
+
+
+class _Sims:
+    """Cosine similarities between units' issues (and a unit's issue and the previous answer), from
+    one embedding batch holding only the texts some edge rule will look at."""
+
+    def __init__(self, issue_vecs: dict[int, np.ndarray], answer_vecs: dict[int, np.ndarray]):
+        self.iv, self.av = issue_vecs, answer_vecs
+
+    @classmethod
+    def build(cls, p: _Prepared, units: list[_Unit], issues: list[str], answers: list[str], embedder: Any | None) -> "_Sims":
+        ii, aa = cls.wanted(p, units, answers)
+        if not ii and not aa:
+            return cls({}, {})
+        vecs = _embed(cls.texts(ii, aa, issues, answers), embedder)
+        return cls(dict(zip(ii, vecs[: len(ii)])), dict(zip(aa, vecs[len(ii) :])))
+
+    @staticmethod
+    def texts(ii: list[int], aa: list[int], issues: list[str], answers: list[str]) -> list[str]:
+        return [issues[k][:EMBED_CHARS] for k in ii] + [answers[k][:EMBED_CHARS] for k in aa]
+
+    @staticmethod
+    def wanted(p: _Prepared, units: list[_Unit], answers: list[str]) -> tuple[list[int], list[int]]:
+        """(units whose issue, units whose answer) some edge rule will compare."""
+        want_i: set[int] = set()
+        want_a: set[int] = set()
+        for j in range(1, len(units)):
+            cue = units[j].cue
+            if cue in ("shift", "abandon"):
+                continue
+            if cue in ("correction", "narrow"):
+                if j >= 2:
+                    want_i.update(range(j + 1))  # which earlier issue is corrected
+                continue
+            want_i.update(range(j + 1))
+            opening = [s for ti in units[j].opening for s in p.by_turn.get(ti, [])]
+            if answers[j - 1] and any(s.clarify for s in opening):
+                want_a.add(j - 1)
+        return sorted(want_i), sorted(want_a)
+
+    def ii(self, j: int, i: int) -> float | None:
+        if j in self.iv and i in self.iv:
+            return round(float(self.iv[j] @ self.iv[i]), 3)
+        return None
+
+    def ia(self, j: int, i: int) -> float | None:
+        if j in self.iv and i in self.av:
+            return round(float(self.iv[j] @ self.av[i]), 3)
+        return None
+
+
+def _edge_for(j: int, units: list[_Unit], issues: list[str], answers: list[str], sims: _Sims, p: _Prepared) -> tuple[int, str, str] | None:
+    """(target index, relation, reason) for unit j, or None."""
+    u = units[j]
+    prev = j - 1
+    opening = [s for ti in u.opening for s in p.by_turn.get(ti, []) if not s.filler]
+
+    def most_similar_issue() -> int:
+        scored = [(sims.ii(j, i), i) for i in range(j)]
+        if any(v is None for v, _ in scored):
+            return prev
+        return max(scored)[1]
+
+    if u.cue in ("shift", "abandon"):
+        return None
+    if u.cue in ("correction", "narrow"):
+        target = most_similar_issue()
+        cue = next((s for s in opening if s.correction or s.narrow), None)
+        what = "corrects" if u.cue == "correction" else "narrows"
+        return target, "refines", f"the user {what} the earlier issue" + (f" ({_quote(cue.text)})" if cue else "")
+    if answers[prev]:
+        clar = next((s for s in opening if s.clarify and (s.question or s.content <= 6)), None)
+        if clar is not None:
+            refers = bool(_ANAPHOR.search(clar.text))
+            shared = (_content_set(clar.text) - _GENERIC) & (_content_set(answers[prev]) - _GENERIC)
+            sim = sims.ia(j, prev) or 0.0
+            if refers or len(shared) >= 1 or sim >= ELABORATE_SIM:
+                return prev, "elaborates", f"the user asks about the previous answer ({_quote(clar.text)}) and the agent expands it"
+        follow = next((s for s in opening if s.question and _FOLLOW_UP.match(s.text) and len(_content(s.text)) <= 4), None)
+        if follow is not None:
+            return prev, "elaborates", f"a follow-up question on the previous answer ({_quote(follow.text)})"
+        first_agent = next((s for ti in u.agent_turns for s in p.by_turn.get(ti, []) if not s.filler), None)
+        if first_agent is not None and _CONTINUE.search(first_agent.text) and (first_agent.instr >= 0.5 or first_agent.request is False):
+            prior_instr = any(s.instr >= 0.5 for ti in units[prev].agent_turns for s in p.by_turn.get(ti, []))
+            if prior_instr:
+                return prev, "elaborates", f"the agent continues its earlier instructions ({_quote(first_agent.text)})"
+    if u.cue == "issue" and any(s.polarity < 0 for s in opening) and any(s.instr >= 0.5 for ti in units[prev].agent_turns for s in p.by_turn.get(ti, [])):
+        return prev, "refines", "the problem persists after the suggested step and the user adds a new detail"
+    best = most_similar_issue()
+    sim = sims.ii(j, best)
+    if sim is not None:
+        if sim >= REFINE_SIM:
+            return best, "refines", f"the user restates the earlier issue (similarity {sim:.2f})"
+        if sim >= REFINE_SIM_WITH_DETAIL:
+            new = _details(issues[j]) - _details(issues[best])
+            new |= _entities_in(p, set(u.user_turns)) - _entities_in(p, set(units[best].user_turns))
+            if new:
+                return best, "refines", f"the user restates the earlier issue with new detail: {', '.join(sorted(new)[:3])} (similarity {sim:.2f})"
+    return None
+
+
+def _quote(text: str, n: int = 60) -> str:
+    t = re.sub(r"\s+", " ", _PLACEHOLDER.sub("…", text)).strip()
+    return '"' + (t if len(t) <= n else t[: n - 1].rsplit(" ", 1)[0] + " …") + '"'
+
+
+def _embed(texts: list[str], embedder: Any | None) -> np.ndarray:
+    if embedder is None:
+        from sarag_assets.core.encoding.embedder import default_embedder
+
+        embedder = default_embedder()
+    return np.asarray(embedder.encode(texts), dtype=np.float32)
+
+
+def dialogue_graph_texts(conv: ConversationInput) -> list[str]:
+    """The texts `dialogue_graph(conv)` will encode (none for most conversations), without encoding
+    them: a batch's texts can then be encoded in one call and served from the embedder's cache."""
+    p = _prepare(conv)
+    units = p.units or _units_fallback(p)
+    issues = [_unit_issue(p, u) for u in units]
+    answers = [_unit_answer(p, u) for u in units]
+    ii, aa = _Sims.wanted(p, units, answers)
+    return _Sims.texts(ii, aa, issues, answers)
+
+
+def dialogue_graph(conv: ConversationInput, *, backend_name: str, embedder: Any | None = None) -> DialogueGraph:
+    """The conversation as issue-solution units (nodes) and refines/elaborates edges (see the module
+    docstring). `embedder` (anything with `encode(list[str]) -> array` of L2-normalized rows) defaults
+    to the packaged model; it is called once, and only when there are two or more units."""
+    p = _prepare(conv)
+    units = p.units or _units_fallback(p)
+    issues = [_unit_issue(p, u) for u in units]
+    answers = [_unit_answer(p, u) for u in units]
+    sims = _Sims.build(p, units, issues, answers, embedder)
+    nodes = [
+        GraphNode(node_id=f"n{k}", issue=issues[k], answer=answers[k], turn_start=u.start, turn_end=max(u.end, u.start))
+        for k, u in enumerate(units)
+    ]
+    edges = []
+    for j in range(1, len(units)):
+        found = _edge_for(j, units, issues, answers, sims, p)
+        if found is not None:
+            target, relation, reason = found
+            edges.append(GraphEdge(source=f"n{j}", target=f"n{target}", relation=relation, reason=reason))
+    return DialogueGraph(dialogue_id=conv.dialogue_id, nodes=nodes, edges=edges, backend=backend_name)

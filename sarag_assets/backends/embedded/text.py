@@ -1,0 +1,150 @@
+"""Text utilities the detectors share: signal names, column-name snaking, sentence splitting, word
+lists, and the Hit a detector returns (name, value, span, strength 0..1)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from sarag_assets.backends.normalize import MAX_NAME, snake_case
+
+# The detectors (signal names) and the general support concepts.
+SIGNALS: tuple[str, ...] = (
+    "problem",
+    "resolution",
+    "resolved",
+    "root_cause",
+    "product",
+    "attempted_steps",
+    "escalated",
+    "version",
+    "os",
+    "browser",
+    "error_code",
+    "error_message",
+    "model",
+    "date",
+    "amount",
+    "measurement",
+    "identifier",
+    "plan",
+    "key_value",
+    "statement",
+    "answer",
+)
+
+# ---------------------------------------------------------------------------------------------------
+# text utilities
+
+_PLACEHOLDER = re.compile(r"\[(?:EMAIL|PHONE|NAME|IP|MENTION|URL)\]|\b(?:user|agent)\d+\b")
+_PLACEHOLDER_ONLY = re.compile(r"^(?:\s|[,.;:!?'\"()-]|\[(?:EMAIL|PHONE|NAME|IP|MENTION|URL)\]|\b(?:user|agent)\d+\b)*$")
+
+
+def is_placeholder_only(text: str) -> bool:
+    """True when the text is nothing but redaction placeholders and punctuation (or empty)."""
+    return bool(_PLACEHOLDER_ONLY.match(text or ""))
+
+
+def snake(text: str, max_len: int = MAX_NAME) -> str:
+    """A column name from free text (the shared normalizer's snake_case); "column" when nothing is left."""
+    return snake_case(text, max_len) or "column"
+
+
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs mr mrs ms dr st no nos approx incl jr sr inc ltd co corp fig ver min max sec dept est "
+    "a.m p.m u.s u.k jan feb mar apr jun jul aug sep sept oct nov dec".split()
+)
+_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|\n+")
+_LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s*$")
+_LEADING_NOISE = re.compile(r"^(?:\s|\[MENTION\]|[-*•>]|\d{1,2}[.)](?=\s))+")
+
+
+def split_sentences(text: str) -> list[tuple[int, int, str]]:
+    """Sentences of one turn as (start, end, text), offsets into ``text``; list markers stay attached
+    to their item ("1. Flash firmware 5.1.5 ..." is one sentence), abbreviations do not split."""
+    if not text:
+        return []
+    pieces: list[tuple[int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.end() if m.group()[0] != "\n" else m.start()
+        if m.group()[0] == ".":
+            before = re.search(r"([A-Za-z][A-Za-z.]*)$", text[start : m.start()])
+            word = before.group(1).lower().rstrip(".") if before else ""
+            if word in _ABBREVIATIONS or (before and len(before.group(1)) == 1 and before.group(1).isupper()):
+                continue
+            if _LIST_MARKER.match(text[start : m.end()]):
+                continue  # "1." belongs to the item that follows
+        if m.group()[0] in ".!?" and re.match(r"\s+[a-z]", text[m.end() :]) and re.search(r"\.\.|[\"'”’]", m.group()):
+            continue  # 'hangs at "Syncing..." and never finishes': an ellipsis or a quote, not an end
+        pieces.append((start, end))
+        start = m.end()
+    pieces.append((start, len(text)))
+    out = []
+    for s, e in pieces:
+        seg = text[s:e]
+        lead = len(seg) - len(seg.lstrip())
+        seg = seg.strip()
+        if not seg or _LIST_MARKER.match(seg) or is_placeholder_only(seg):
+            continue
+        out.append((s + lead, s + lead + len(seg), seg))
+    return out
+
+
+def _strip_lead(text: str) -> str:
+    """The sentence without leading @mentions, list markers and bullets."""
+    return _LEADING_NOISE.sub("", text)
+
+
+def _mostly_upper(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 6 and sum(c.isupper() for c in letters) / len(letters) > 0.6
+
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
+_STOP = frozenset(
+    """a an the and or but if then so of to in on at by for with from as into onto about over under up down
+    out off is am are was were be been being do does did have has had will would can could shall should may
+    might must not no yes i me my mine we us our you your he him his she her it its they them their this that
+    these those there here what which who whom whose when where why how all any some each every both either
+    neither just also only very really still already again too please thanks thank hi hello hey ok okay yeah
+    sure now then than because while since until after before during s t don doesn didn isn wasn aren weren
+    can't won't i'm i've i'd it's that's there's let's one two get got""".split()
+)
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower().strip("'’-") for w in _WORD.findall(text)]
+
+
+def _content_words(text: str) -> list[str]:
+    return [w for w in _words(text) if w and w not in _STOP]
+
+
+# ---------------------------------------------------------------------------------------------------
+# hits
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One detected value in one piece of text."""
+
+    signal: str  # detector name
+    name: str  # column name derived from the text ("firmware_version", "order_id")
+    value: str  # the value (verbatim, except dates in ISO form and amounts without symbols)
+    start: int  # span of the value in the text
+    end: int
+    strength: float  # 0..1
+    type: str = "string"  # canonical type of the column it would fill
+    key: str | None = None  # the words the name came from, when any
+
+    def span_text(self, text: str) -> str:
+        return text[self.start : self.end]
+
+
+def _before(text: str, pos: int, n: int = 40) -> str:
+    return text[max(0, pos - n) : pos]
+
+
+def _after(text: str, pos: int, n: int = 40) -> str:
+    return text[pos : pos + n]

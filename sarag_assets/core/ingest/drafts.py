@@ -1,0 +1,257 @@
+"""What every format reader shares: the supported formats and limits, a conversation draft, field
+checks, quarantine rows with their reason, and the finishing step that turns a draft into a Conversation."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from sarag_assets.core.conversation import (
+    QUARANTINE_RAW_CHARS,
+    Conversation,
+    NotAConversationFile,
+    QuarantineRecord,
+    Role,
+    Turn,
+)
+from sarag_assets.core.ingest.roles import (
+    _RawTurn,
+    _Reject,
+    is_neutral_label,
+    resolve_roles,
+    role_of_label,
+)
+
+FORMATS: tuple[str, ...] = ("jsonl", "msdialog", "ubuntu_csv", "turn_csv", "abcd", "tweetsumm", "multidogo")
+DEFAULT_MAX_RECORD_BYTES = 5 * 1024 * 1024
+
+_SNIFF_BYTES = 64 * 1024  # how much of the head the format sniffer reads
+_BINARY_SNIFF_BYTES = 8 * 1024  # how much of the head the binary check looks at
+_BINARY_RATIO = 0.30  # share of non-text characters above which a head counts as binary
+_RAW_BYTES = QUARANTINE_RAW_CHARS * 4  # enough bytes for a full quarantine raw copy
+_UTF8_BOM = codecs.BOM_UTF8
+
+
+
+# --------------------------------------------------------------------------------------------------
+# Small helpers
+# --------------------------------------------------------------------------------------------------
+
+
+class _FileLevel(NotAConversationFile):
+    """The whole file is unusable; becomes one quarantine row at position 0."""
+
+    def __init__(self, reason: str, raw: bytes | str = b""):
+        super().__init__(reason)
+        self.reason = reason
+        self.raw = raw
+
+
+@dataclass
+class _Bad:
+    position: int
+    reason: str
+    raw: Any
+
+
+@dataclass
+class _Draft:
+    """A record read from the source, before the shared checks."""
+
+    position: int
+    raw: Any
+    dialogue_id: str
+    turns: list[_RawTurn]
+    metadata: dict[str, Any] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    role_inference: str | None = None  # set when the format decides every role itself
+    bad_timestamps: int = 0
+
+
+def _type_name(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, (int, float)):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "list"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def _kind(value: Any, json_prefix: bool = False) -> str:
+    """'null', 'a number', 'an object' (or 'a JSON number' ...) for reasons."""
+    name = _type_name(value)
+    if name == "null":
+        return "null"
+    if json_prefix:
+        return f"a JSON {name}"
+    return f"an {name}" if name[0] in "aeiou" else f"a {name}"
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """A value for a reason: strings quoted, anything else as (truncated) JSON."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= limit else value[:limit] + "...")
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _norm_id(value: Any, what: str = "dialogue_id") -> str:
+    if value is None:
+        raise _Reject(f"missing {what}")
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise _Reject(f"{what} is {_kind(value)} ({_short(value)}), expected a string")
+    text = str(value)
+    if not text.strip():
+        raise _Reject(f"empty {what}")
+    return text
+
+
+def _norm_ts(value: Any) -> tuple[str | None, bool]:
+    """(ISO-8601 timestamp or None, whether a present value had to be dropped as invalid)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None, False
+    if isinstance(value, bool):
+        return None, True
+    if isinstance(value, (int, float)):
+        seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds
+        try:
+            return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat(), False
+        except (OverflowError, OSError, ValueError):
+            return None, True
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip()).isoformat(), False
+        except ValueError:
+            return None, True
+    return None, True
+
+
+def _check_speaker(where: str, speaker: Any) -> str:
+    if speaker is None:
+        raise _Reject(f"{where}: missing speaker")
+    if not isinstance(speaker, str):
+        raise _Reject(f"{where}: speaker is {_kind(speaker)} ({_short(speaker)}), expected a string")
+    if not speaker.strip():
+        raise _Reject(f"{where}: empty speaker")
+    return speaker.strip()
+
+
+def _check_text(where: str, text: Any, field_name: str = "text") -> str:
+    if not isinstance(text, str):
+        if text is None:
+            raise _Reject(f"{where}: {field_name} is null, expected a string")
+        raise _Reject(f"{where}: {field_name} is {_kind(text)} ({_short(text)}), expected a string")
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogate(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+
+
+def _quarantine(source: str, position: int, reason: str, raw: Any) -> QuarantineRecord:
+    """A quarantine row whose strings are valid UTF-8 (undecodable bytes shown as \\xNN)."""
+    if isinstance(raw, str):
+        raw = _SURROGATE.sub(_escape_surrogate, raw[: QUARANTINE_RAW_CHARS * 2])
+    record = QuarantineRecord.of(source, position, _SURROGATE.sub(_escape_surrogate, reason), raw)
+    if _SURROGATE.search(record.raw):  # a non-string raw serialized with lone surrogates in it
+        raw_text = _SURROGATE.sub(_escape_surrogate, record.raw)
+        record = QuarantineRecord(record.source_file, position, record.reason, raw_text)
+    return record
+
+
+def _scrub(value: Any, counter: list[int]) -> Any:
+    """Replace unpaired surrogates (from JSON escapes like "\\ud83d") with U+FFFD, counting them."""
+    if isinstance(value, str):
+        if _SURROGATE.search(value):
+            counter[0] += len(_SURROGATE.findall(value))
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {_scrub(k, counter): _scrub(v, counter) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrub(v, counter) for v in value]
+    return value
+
+
+def _unique(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = item.strip().lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(item.strip())
+    return out
+
+
+def _is_personal_label(label: str) -> bool:
+    return role_of_label(label) is None and not is_neutral_label(label)
+
+
+def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversation | QuarantineRecord:
+    """Shared rules: drop empty turns, resolve roles, require a user turn, reject duplicate ids."""
+
+    def bad(reason: str) -> QuarantineRecord:
+        return _quarantine(source, draft.position, reason, draft.raw)
+
+    id_fixed = [0]
+    dialogue_id = _scrub(draft.dialogue_id, id_fixed)
+
+    kept = [t for t in draft.turns if t.text.strip()]
+    dropped = len(draft.turns) - len(kept)
+    if not kept:
+        if dropped:
+            return bad(f"dialogue {draft.dialogue_id!r}: all {dropped} turn(s) have empty text")
+        return bad(f"dialogue {draft.dialogue_id!r} has no turns")
+    try:
+        if draft.role_inference is not None and all(t.role is not None for t in kept):
+            roles: list[Role] = [t.role for t in kept]  # type: ignore[misc]
+            inference = draft.role_inference
+        else:
+            roles, inference = resolve_roles(kept)
+    except _Reject as exc:
+        return bad(f"dialogue {draft.dialogue_id!r}: {exc}")
+    if "user" not in roles:
+        return bad(f"dialogue {draft.dialogue_id!r} has no user turn (all {len(kept)} turns are agent turns)")
+    first = seen_ids.get(dialogue_id)
+    if first is not None:
+        return bad(f"duplicate dialogue_id {draft.dialogue_id!r}: already used by the record at position {first}")
+    seen_ids[dialogue_id] = draft.position
+
+    names = list(draft.names)
+    if inference != "source":
+        names += [t.speaker for t in kept if _is_personal_label(t.speaker)]
+    metadata = dict(draft.metadata)
+    source_names = metadata.pop("_names", None)
+    if isinstance(source_names, list):
+        names = [n for n in source_names if isinstance(n, str)] + names
+    metadata["_names"] = _unique(names)
+    metadata["dropped_empty_turns"] = dropped
+    metadata["role_inference"] = inference
+    if draft.bad_timestamps:
+        metadata["invalid_timestamps_dropped"] = draft.bad_timestamps
+    fixed = [0]
+    turns = tuple(
+        Turn(speaker=_scrub(t.speaker, fixed), role=r, text=_scrub(t.text, fixed), ts=t.ts) for t, r in zip(kept, roles)
+    )
+    metadata = _scrub(metadata, fixed)
+    fixed[0] += id_fixed[0]
+    if fixed[0]:
+        metadata["unpaired_surrogates_replaced"] = fixed[0]
+    return Conversation(dialogue_id, turns, draft.position, metadata)

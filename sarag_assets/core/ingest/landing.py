@@ -1,0 +1,249 @@
+"""Landing inbox files as conversation batches. No Dagster imports.
+
+A file dropped in the inbox is copied once into a content-addressed snapshot (`landed/<hash><ext>`),
+so a batch can be re-materialized later even after the inbox file changed or was removed, and the
+earlier raw version of a conversation is never lost. A file with more conversations than the batch
+size becomes several batches, each a range of record ordinals. Every batch has a JSON manifest under
+`batches/`, named by its partition key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sarag_assets.settings import Home
+
+# Files still being written or hidden by tools are not landed.
+_IGNORED_SUFFIXES = (".part", ".tmp", ".crdownload", ".swp", "~")
+
+_KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class FileVanished(OSError):
+    """The inbox file disappeared (or became unreadable) while it was being landed."""
+
+
+@dataclass(frozen=True)
+class BatchManifest:
+    batch_key: str
+    source_file: str  # path relative to the inbox, as the user dropped it
+    snapshot: str  # path of the immutable copy, relative to the home
+    file_hash: str
+    source_format: str | None  # explicit override (inbox/<format>/...), else auto-detected
+    record_start: int
+    record_end: int
+    chunk: int
+    n_chunks: int
+    landed_at: str  # ISO-8601 UTC; a later landing of the same dialogue id supersedes an earlier one
+
+    @property
+    def run_key(self) -> str:
+        return f"{self.file_hash}:{self.chunk}"
+
+    def save(self, home: Home) -> Path:
+        home.batches.mkdir(parents=True, exist_ok=True)
+        path = home.batches / f"{self.batch_key}.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+        tmp.replace(path)
+        return path
+
+    @staticmethod
+    def load(home: Home, batch_key: str) -> "BatchManifest":
+        path = home.batches / f"{batch_key}.json"
+        if not path.exists():
+            raise FileNotFoundError(
+                f"no manifest for batch {batch_key!r} under {home.batches}: was it landed by the inbox sensor "
+                "or `sarag land` in this home?"
+            )
+        return BatchManifest(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def sanitize_key(text: str, max_len: int = 60) -> str:
+    """Partition keys may not contain `| , [ ]` (and stay readable): keep [A-Za-z0-9._-]."""
+    cleaned = _KEY_UNSAFE.sub("_", text).strip("._-")
+    return (cleaned or "file")[:max_len]
+
+
+def batch_key_for(relative_name: str, file_hash: str, chunk: int, n_chunks: int) -> str:
+    stem = sanitize_key(Path(relative_name).with_suffix("").as_posix())
+    key = f"{stem}-{file_hash[:10]}"
+    if n_chunks > 1:
+        key += f"-part{chunk + 1:03d}of{n_chunks:03d}"
+    return key
+
+
+def list_inbox(home: Home) -> list[Path]:
+    """Candidate files in the inbox, sorted for a deterministic landing order."""
+    if not home.inbox.exists():
+        return []
+    files = []
+    for path in home.inbox.rglob("*"):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(home.inbox)
+        if any(part.startswith(".") for part in rel.parts) or path.name.endswith(_IGNORED_SUFFIXES):
+            continue
+        files.append(path)
+    return sorted(files)
+
+
+def format_override(home: Home, path: Path, known_formats: tuple[str, ...]) -> str | None:
+    """A file under `inbox/<format>/` is parsed as that format instead of being auto-detected."""
+    rel = path.relative_to(home.inbox)
+    if len(rel.parts) > 1 and rel.parts[0] in known_formats:
+        return rel.parts[0]
+    return None
+
+
+def snapshot_file(home: Home, path: Path) -> tuple[str, Path]:
+    """Copy `path` into the content-addressed store; return (sha256, snapshot path).
+
+    The bytes are read once and hashed from the same buffer that is written, so the snapshot is
+    exactly what was hashed even if the inbox file changes meanwhile.
+    """
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise FileVanished(f"{path.name}: file disappeared before it could be read") from exc
+    except OSError as exc:
+        raise FileVanished(f"{path.name}: could not be read ({exc.strerror or exc})") from exc
+    digest = hashlib.sha256(data).hexdigest()
+    home.landed.mkdir(parents=True, exist_ok=True)
+    target = home.landed / f"{digest}{''.join(path.suffixes[-2:]).lower()[:16]}"
+    if not target.exists():
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(target)
+    return digest, target
+
+
+def plan_batches(
+    *,
+    relative_name: str,
+    file_hash: str,
+    snapshot: str,
+    n_records: int,
+    max_per_batch: int,
+    source_format: str | None,
+    landed_at: datetime | None = None,
+) -> list[BatchManifest]:
+    """Split a landed file into batches of at most `max_per_batch` records (at least one batch)."""
+    if max_per_batch <= 0:
+        raise ValueError("max_per_batch must be positive")
+    stamp = (landed_at or datetime.now(timezone.utc)).isoformat(timespec="microseconds")
+    n_chunks = max(1, -(-n_records // max_per_batch))
+    manifests = []
+    for chunk in range(n_chunks):
+        start = chunk * max_per_batch
+        end = n_records if chunk == n_chunks - 1 else start + max_per_batch
+        manifests.append(
+            BatchManifest(
+                batch_key=batch_key_for(relative_name, file_hash, chunk, n_chunks),
+                source_file=relative_name,
+                snapshot=snapshot,
+                file_hash=file_hash,
+                source_format=source_format,
+                record_start=start,
+                record_end=max(end, start),
+                chunk=chunk,
+                n_chunks=n_chunks,
+                landed_at=stamp,
+            )
+        )
+    return manifests
+
+
+def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) -> Path:
+    """What `sarag land` does: put a file where the sensor will find it (atomically)."""
+    folder = home.inbox / source_format if source_format else home.inbox
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / source.name
+    tmp = folder / f".{source.name}.part"
+    shutil.copyfile(source, tmp)
+    tmp.replace(target)
+    return target
+
+
+def landed_manifests(home: Home, file_hash: str) -> list[BatchManifest]:
+    """Manifests of batches already cut from a file with these bytes, in chunk order."""
+    found = []
+    for path in sorted(home.batches.glob(f"*-{file_hash[:10]}*.json")):
+        manifest = BatchManifest(**json.loads(path.read_text(encoding="utf-8")))
+        if manifest.file_hash == file_hash:
+            found.append(manifest)
+    return sorted(found, key=lambda m: m.chunk)
+
+
+def land_file(home: Home, path: Path, *, max_per_batch: int) -> list[BatchManifest]:
+    """Snapshot one inbox file and plan its batches; re-landing the same bytes returns the same manifests.
+
+    Raises FileVanished when the file cannot be read; any content problem is left to the batch's
+    parse, which quarantines it with a reason.
+    """
+    from sarag_assets.core.conversation import NotAConversationFile
+    from sarag_assets.core.ingest.drafts import FORMATS
+    from sarag_assets.core.ingest.parsers import count_records
+
+    relative = path.relative_to(home.inbox).as_posix()
+    file_hash, snapshot = snapshot_file(home, path)
+    same_bytes = landed_manifests(home, file_hash)
+    if same_bytes:  # the same content under another name is the same batch, not a second one
+        return same_bytes
+    override = format_override(home, path, FORMATS)
+    try:
+        n_records = count_records(snapshot, override)
+    except (NotAConversationFile, OSError):  # not a conversation file: one batch quarantines it
+        n_records = 1
+    planned = plan_batches(
+        relative_name=relative,
+        file_hash=file_hash,
+        snapshot=snapshot.relative_to(home.root).as_posix(),
+        n_records=n_records,
+        max_per_batch=max_per_batch,
+        source_format=override,
+    )
+    for manifest in planned:
+        manifest.save(home)
+    return planned
+
+
+@dataclass
+class InboxScan:
+    manifests: list[BatchManifest]  # batches of files that are new or changed since the last scan
+    seen: dict[str, list]  # relative path -> [size, mtime_ns, sha256]: the next scan's memory
+    problems: list[str]  # files that could not be landed this time (retried on the next scan)
+
+
+def scan_inbox(home: Home, seen: dict[str, list], *, max_per_batch: int) -> InboxScan:
+    """Land every inbox file that is new or whose content changed since `seen` was recorded."""
+    manifests: list[BatchManifest] = []
+    problems: list[str] = []
+    now_seen: dict[str, list] = {}
+    for path in list_inbox(home):
+        relative = path.relative_to(home.inbox).as_posix()
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            problems.append(f"{relative}: disappeared before it could be landed")
+            continue
+        previous = seen.get(relative)
+        if previous and previous[0] == stat.st_size and previous[1] == stat.st_mtime_ns:
+            now_seen[relative] = previous
+            continue
+        try:
+            batch = land_file(home, path, max_per_batch=max_per_batch)
+        except FileVanished as exc:
+            problems.append(str(exc))
+            continue
+        now_seen[relative] = [stat.st_size, stat.st_mtime_ns, batch[0].file_hash]
+        if previous and previous[2] == batch[0].file_hash:
+            continue  # touched, same bytes
+        manifests.extend(batch)
+    return InboxScan(manifests=manifests, seen=now_seen, problems=problems)

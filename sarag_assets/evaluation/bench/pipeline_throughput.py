@@ -1,0 +1,306 @@
+"""Conversations per second of every asset, through the real Dagster definitions (a benchmark, not a test).
+
+    python -m sarag_assets.evaluation.bench.pipeline_throughput --n 10000 --seed 11 [--home DIR] [--batch-size 2500]
+    sarag bench-pipeline --n 10000 --seed 11
+
+It generates `n` conversations (`core.synthetic.write_corpus`), lands them in a fresh home (SARAG_HOME)
+with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and materializes every asset with
+`defs.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
+partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so
+the asset's checks are included; summed over partitions and runs) and divides the conversations the
+asset covered (`n`: every asset sees every conversation once) by it. Next to `lancedb_indices` it puts the
+embedding model's own speed on the same texts the index step encoded: the texts now in the LanceDB
+tables, encoded again per batch and table, in the order the asset encodes them, with a fresh `Embedder`
+without a cache and the resource's batch size (model load excluded).
+
+Prints a markdown table and writes <home>/reports/pipeline_throughput.json. The 1-minute load average is
+sampled every 10 s during the run and reported, since on a shared machine other processes change the result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from sarag_assets.core.indices.store import CONVERSATION_TEXTS, TABLES
+
+# the tables whose texts lancedb_indices encodes (a conversation text's vector is its passages' mean)
+LANCEDB_TABLES = tuple(t for t in TABLES if t != CONVERSATION_TEXTS)
+
+# Steps whose name is not the asset's: the ingest step materializes two assets.
+STEP_ASSETS = {"ingest_batch": "raw_dialogues + quarantine"}
+STEP_ORDER = ("ingest_batch", "candidate_schemas", "pseudo_documents", "dialogue_graphs", "governed_metadata",
+              "validated_rows", "lancedb_indices", "feature_clusters")
+
+
+class LoadSampler:
+    """The 1-minute load average every `interval_s` seconds, in a daemon thread."""
+
+    def __init__(self, interval_s: float = 10.0):
+        self.interval_s = interval_s
+        self.samples: list[float] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while True:
+            self.samples.append(os.getloadavg()[0])
+            if self._stop.wait(self.interval_s):
+                return
+
+    def __enter__(self) -> "LoadSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def summary(self) -> dict[str, float]:
+        s = self.samples or [os.getloadavg()[0]]
+        return {"mean": round(sum(s) / len(s), 2), "max": round(max(s), 2), "min": round(min(s), 2),
+                "samples": len(s)}
+
+
+@dataclass
+class StepTotals:
+    step: str
+    seconds: float = 0.0
+    executions: int = 0
+    partitions: set[str] = field(default_factory=set)
+
+
+def step_durations(instance) -> dict[str, StepTotals]:
+    """Per step key: summed duration of its successful executions over every run of the instance."""
+    totals: dict[str, StepTotals] = {}
+    for run in instance.get_runs():
+        partition = run.tags.get("dagster/partition")
+        for stats in instance.get_run_step_stats(run.run_id):
+            if stats.start_time is None or stats.end_time is None or stats.status is None:
+                continue
+            if stats.status.value != "SUCCESS":
+                continue
+            entry = totals.setdefault(stats.step_key, StepTotals(stats.step_key))
+            entry.seconds += stats.end_time - stats.start_time
+            entry.executions += 1
+            if partition:
+                entry.partitions.add(partition)
+    return totals
+
+
+def run_durations(instance) -> float:
+    total = 0.0
+    for record in instance.get_run_records():
+        if record.start_time and record.end_time:
+            total += record.end_time - record.start_time
+    return total
+
+
+def texts_encoded_by_index(instance) -> int:
+    """Texts the lancedb_indices steps ran through the model (their `texts_encoded` metadata)."""
+    import dagster as dg
+
+    total = 0
+    records = instance.fetch_materializations(dg.AssetKey("lancedb_indices"), limit=10_000).records
+    for record in records:
+        value = record.asset_materialization.metadata.get("texts_encoded")
+        total += int(value.value) if value is not None else 0
+    return total
+
+
+def index_texts(lancedb_uri: str) -> list[tuple[str, str, list[str]]]:
+    """(batch, table, texts) as the index step encodes them: per batch, per table, in row order."""
+    import lancedb
+
+    db = lancedb.connect(lancedb_uri)
+    by_batch: dict[str, dict[str, list[str]]] = {}
+    for name in LANCEDB_TABLES:
+        try:
+            data = db.open_table(name).search().select(["batch_key", "id", "text"]).limit(None).to_arrow()
+        except ValueError:
+            continue
+        data = data.sort_by([("batch_key", "ascending"), ("id", "ascending")])
+        for batch, text in zip(data.column("batch_key").to_pylist(), data.column("text").to_pylist()):
+            by_batch.setdefault(batch, {}).setdefault(name, []).append(text)
+    return [(b, t, by_batch[b][t]) for b in sorted(by_batch) for t in LANCEDB_TABLES if t in by_batch[b]]
+
+
+def embedding_speed(groups: list[tuple[str, str, list[str]]], batch_size: int) -> dict[str, Any]:
+    from sarag_assets.core.encoding.embedder import Embedder
+
+    embedder = Embedder(batch_size=batch_size, store=None)
+    _ = embedder.dimension  # load the model before timing
+    texts = sum(len(g[2]) for g in groups)
+    started = time.perf_counter()
+    for _, _, chunk in groups:
+        embedder.encode(chunk)
+    seconds = time.perf_counter() - started
+    return {
+        "model": embedder.model_name,
+        "batch_size": batch_size,
+        "texts": texts,
+        "texts_encoded": embedder.encoded,  # distinct texts (the embedder encodes a repeated text once)
+        "seconds": round(seconds, 2),
+        "texts_per_second": round(embedder.encoded / seconds, 1) if seconds else None,
+    }
+
+
+def _fresh_home(path: str | None) -> Path:
+    if path is None:
+        return Path(tempfile.mkdtemp(prefix="sarag-bench-"))
+    home = Path(path)
+    if home.exists() and any(home.iterdir()):
+        raise SystemExit(f"--home {home} is not empty; the benchmark needs a fresh home")
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 2500) -> dict[str, Any]:
+    home_path = _fresh_home(home_dir).resolve()
+    dagster_home = home_path / "dagster_home"
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    (dagster_home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    os.environ["SARAG_HOME"] = str(home_path)
+    os.environ["SARAG_BATCH_SIZE"] = str(batch_size)
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+    import dagster as dg
+
+    from sarag_assets.core.ingest.landing import copy_into_inbox
+    from sarag_assets.defs.resources import EmbedderResource
+    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.evaluation.synthetic import write_corpus
+    from sarag_assets.settings import Home
+
+    home = Home(home_path).ensure()
+    generated = home.root / "generated"
+    write_corpus(generated, n=n, seed=seed)
+    staged = generated / f"synthetic-n{n}-seed{seed}.jsonl"
+    (generated / "corpus.jsonl").replace(staged)
+    copy_into_inbox(home, staged)
+
+    from sarag_assets.definitions import defs
+
+    started_at = datetime.now(timezone.utc)
+    load_before = os.getloadavg()
+    with dg.DagsterInstance.get() as instance, LoadSampler() as load:
+        wall_started = time.perf_counter()
+        outcome = land_and_process(defs, instance, raise_on_error=True)
+        wall = time.perf_counter() - wall_started
+        steps = step_durations(instance)
+        runs_seconds = run_durations(instance)
+        encoded_by_index = texts_encoded_by_index(instance)
+        embedding = embedding_speed(index_texts(str(home.lancedb)), EmbedderResource().batch_size)
+    load_after = os.getloadavg()
+
+    assets = []
+    for key in sorted(steps, key=lambda k: (STEP_ORDER.index(k) if k in STEP_ORDER else 99, k)):
+        s = steps[key]
+        assets.append({
+            "step": key,
+            "assets": STEP_ASSETS.get(key, key),
+            "executions": s.executions,
+            "partitions": len(s.partitions),
+            "seconds": round(s.seconds, 2),
+            "conversations_per_second": round(n / s.seconds, 1) if s.seconds else None,
+        })
+    index_seconds = steps["lancedb_indices"].seconds if "lancedb_indices" in steps else None
+    embedding["conversations_per_second"] = (
+        round(n / embedding["seconds"], 1) if embedding["seconds"] else None
+    )
+    embedding["lancedb_indices_texts_encoded"] = encoded_by_index
+    embedding["share_of_lancedb_indices_step"] = (
+        round(embedding["seconds"] / index_seconds, 3) if index_seconds else None
+    )
+    report = {
+        "command": f"python -m sarag_assets.evaluation.bench.pipeline_throughput --n {n} --seed {seed} --batch-size {batch_size}",
+        "date": started_at.isoformat(timespec="seconds"),
+        "n": n,
+        "seed": seed,
+        "batch_size": batch_size,
+        "home": str(home.root),
+        "batches": sorted(outcome.batches),
+        "failed": outcome.failed,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "python": platform.python_version(),
+            "load_average_1m_during_run": load.summary(),
+            "load_average_before": [round(x, 2) for x in load_before],
+            "load_average_after": [round(x, 2) for x in load_after],
+        },
+        "wall_seconds": round(wall, 1),
+        "run_seconds": round(runs_seconds, 1),
+        "step_seconds": round(sum(s.seconds for s in steps.values()), 1),
+        "assets": assets,
+        "embedding_model": embedding,
+    }
+    home.reports.mkdir(parents=True, exist_ok=True)
+    (home.reports / "pipeline_throughput.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return report
+
+
+def as_markdown(report: dict[str, Any]) -> str:
+    n = report["n"]
+    lines = [
+        f"{n:,} generated conversations (seed {report['seed']}), {len(report['batches'])} partitions of at most "
+        f"{report['batch_size']:,}; step time from the Dagster event log, summed over partitions.",
+        "",
+        "| asset (step) | partitions | seconds | conversations / s |",
+        "|---|---|---|---|",
+    ]
+    for a in report["assets"]:
+        label = a["assets"] if a["assets"] == a["step"] else f"{a['assets']} (`{a['step']}`)"
+        parts = a["partitions"] or "—"
+        lines.append(f"| {label} | {parts} | {a['seconds']:,.1f} | {a['conversations_per_second']:,} |")
+    e = report["embedding_model"]
+    lines.append(
+        f"| *embedding model alone* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
+        f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second']:,} "
+        f"({e['texts_per_second']:,} texts / s) |"
+    )
+    load = report["machine"]["load_average_1m_during_run"]
+    lines += [
+        "",
+        f"Wall time {report['wall_seconds']:,.0f} s (runs {report['run_seconds']:,.0f} s, steps "
+        f"{report['step_seconds']:,.0f} s); {report['machine']['cpus']} CPUs, 1-minute load average during the "
+        f"run {load['mean']} on average (max {load['max']}).",
+    ]
+    return "\n".join(lines)
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    parser = parser or argparse.ArgumentParser(prog="python -m sarag_assets.evaluation.bench.pipeline_throughput",
+                                               description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=10_000, help="conversations to generate")
+    parser.add_argument("--seed", type=int, default=11)
+    parser.add_argument("--home", help="a fresh (missing or empty) directory for the run; default: a new temp dir")
+    parser.add_argument("--batch-size", type=int, default=2500, help="SARAG_BATCH_SIZE: conversations per partition")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    report = measure(args.n, args.seed, args.home, args.batch_size)
+    print(as_markdown(report))
+    print(f"\nreport: {Path(report['home']) / 'reports' / 'pipeline_throughput.json'}")
+    return 1 if report["failed"] else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

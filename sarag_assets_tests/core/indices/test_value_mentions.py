@@ -1,0 +1,35 @@
+import duckdb
+
+from sarag_assets.core import warehouse
+from sarag_assets.core.indices.value_mentions import count_mentions, table_cells
+from sarag_assets.query.understanding import ValueLexicon
+
+CELLS = [("a", "product", "Docker 24.0"), ("c", "product", "Docker 24.0"), ("b", "username", "works"),
+         ("d", "username", "nobody says this")]
+TEXTS = [("a", "Docker 24.0 fails to start"), ("b", "it works now"), ("c", "still on docker 24.0, sorry"),
+         ("d", "it works"), ("e", "Works fine here, works."), ("f", "nothing to see")]
+
+
+def test_every_lexicon_value_is_counted_once_per_conversation_mentioning_it():
+    mentions = count_mentions(CELLS, 10, TEXTS)
+    assert dict(mentions.iter_rows()) == {"docker 24.0": 2, "works": 3, "nobody says this": 0}
+
+
+def test_trust_is_rows_holding_a_value_over_conversations_mentioning_it():
+    mentions = dict(count_mentions(CELLS, 10, TEXTS).iter_rows())
+    lexicon = ValueLexicon(CELLS, 10)
+    assert lexicon.trust("product", "docker 24.0", mentions) == 1.0
+    assert lexicon.trust("username", "works", mentions) == 1 / 3
+    assert lexicon.trust("username", "nobody says this", mentions) == 1.0  # mentioned nowhere: nothing to weigh
+    assert lexicon.trust("username", "docker 24.0", mentions) == 0.0  # no row holds it in that column
+
+
+def test_cells_are_read_from_the_wide_table_as_text(tmp_path):
+    path = tmp_path / "w.duckdb"
+    with warehouse.connect(path) as con:
+        con.execute("CREATE VIEW conversation_table AS SELECT * FROM (VALUES ('a', 'X1', 3), ('b', NULL, 4)) "
+                    "t(dialogue_id, product, count)")
+        assert table_cells(con, ["product", "count", "gone"]) == (
+            [("a", "product", "X1"), ("a", "count", "3"), ("b", "count", "4")], 2)
+    with duckdb.connect(str(tmp_path / "empty.duckdb")) as con:
+        assert table_cells(con, ["product"]) == ([], 0)
