@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from sarag_assets.backends.llm.response_models import (
+    Line,
+    Note,
     _bound,
-    _required_text,
+    _required,
     _text_or_none,
 )
 from sarag_assets.core.structuring.interface import DialogueGraph, GraphEdge, GraphNode
@@ -69,40 +71,20 @@ class PseudoDocumentsAnswer(BaseModel):
 
 
 class GraphNodeAnswer(BaseModel):
-    node_id: str = Field(description="n0, n1, ... in conversation order")
-    issue: str = Field(description="the user's issue in this unit")
-    answer: str = Field("", description="the helper's answer to it; empty when nobody answered")
+    node_id: Annotated[str, _required("node_id")] = Field(description="n0, n1, ... in conversation order")
+    issue: Annotated[str, _required("issue")] = Field(description="the user's issue in this unit")
+    answer: Note = Field("", description="the helper's answer to it; empty when nobody answered")
     turn_start: int = Field(description="first turn number of the unit")
     turn_end: int = Field(description="last turn number of the unit (inclusive)")
 
-    @field_validator("node_id", mode="before")
-    @classmethod
-    def _id(cls, value: Any) -> str:
-        return _required_text(value, "node_id")
-
-    @field_validator("issue", mode="before")
-    @classmethod
-    def _issue(cls, value: Any) -> str:
-        return _required_text(value, "issue")
-
-    @field_validator("answer", mode="before")
-    @classmethod
-    def _answer(cls, value: Any) -> str:
-        return _text_or_none(value) or ""
-
 
 class GraphEdgeAnswer(BaseModel):
-    source: str = Field(description="node_id of the later unit")
-    target: str = Field(description="node_id of the earlier unit it refines or elaborates")
+    source: Annotated[str, _required("edge endpoint")] = Field(description="node_id of the later unit")
+    target: Annotated[str, _required("edge endpoint")] = Field(description="node_id of the earlier unit it refines or elaborates")
     relation: Literal["refines", "elaborates"] = Field(
         description="refines: the user narrowed or corrected the earlier issue; elaborates: the helper expanded the earlier solution"
     )
-    reason: str = Field("", description="one short line")
-
-    @field_validator("source", "target", mode="before")
-    @classmethod
-    def _ids(cls, value: Any) -> str:
-        return _required_text(value, "edge endpoint")
+    reason: Line = Field("", description="one short line")
 
     @field_validator("relation", mode="before")
     @classmethod
@@ -111,11 +93,6 @@ class GraphEdgeAnswer(BaseModel):
             v = value.strip().lower()
             return {"refine": "refines", "refined": "refines", "elaborate": "elaborates", "elaborated": "elaborates"}.get(v, v)
         return value
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return "" if value is None else str(value).strip()
 
 
 class DialogueGraphAnswer(BaseModel):

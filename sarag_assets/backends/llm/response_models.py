@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 from sarag_assets.backends.normalize import canonical_name, canonical_type, snake_case
 from sarag_assets.core.structuring.interface import (
@@ -53,6 +53,38 @@ def _required_text(value: Any, what: str) -> str:
     if not text:
         raise ValueError(f"{what} must not be empty")
     return text
+
+
+def _line(value: Any) -> Any:
+    return "" if value is None else str(value).strip()
+
+
+def _note(value: Any) -> Any:
+    return "" if value is None else _text_or_none(value) or ""
+
+
+def _required(what: str) -> BeforeValidator:
+    return BeforeValidator(lambda value: _required_text(value, what))
+
+
+Line = Annotated[str, BeforeValidator(_line)]  # one line of free text; null becomes ""
+Note = Annotated[str, BeforeValidator(_note)]
+Text = Annotated[str | None, BeforeValidator(_text_or_none)]  # a scalar or list as text; null-words as None
+A = TypeVar("A", bound=BaseModel)
+
+
+def _each_listed_column_once(index: "_NameIndex", items: list[A], noun: str, verb: str) -> list[A]:
+    """The first answer for each listed column, named as listed and in the listed order; a column with no
+    answer is an error the model is re-asked with."""
+    seen: dict[str, A] = {}
+    for item in items:
+        name = index.resolve(item.column)
+        if name is not None and name not in seen:
+            seen[name] = item.model_copy(update={"column": name})
+    missing = [n for n in index.names if n not in seen]
+    if missing:
+        raise ValueError(f"no {noun} for column(s) {', '.join(missing)}; {verb} every listed column exactly once: {index.listing()}")
+    return [seen[n] for n in index.names]
 
 
 class _NameIndex:
@@ -126,12 +158,8 @@ class ScoreAnswer(BaseModel):
     relevance: float = Field(ge=0, le=1, description="0..1: how central the column is to the conversation's problem")
     answerability: float = Field(ge=0, le=1, description="0..1: how well the conversation supplies a value")
     overall: float = Field(ge=0, le=1, description="0..1: how much the column is worth in the corpus table")
-    justification: str = Field("", description="one short line")
+    justification: Line = Field("", description="one short line")
 
-    @field_validator("justification", mode="before")
-    @classmethod
-    def _justification_text(cls, value: Any) -> Any:
-        return "" if value is None else str(value).strip()
 
     def plain(self) -> ColumnScore:
         return ColumnScore(**self.model_dump())
@@ -140,42 +168,22 @@ class ScoreAnswer(BaseModel):
 class ProposedColumn(BaseModel):
     """A candidate column for the table."""
 
-    name: str = Field(description="lower snake_case column name")
-    type: str = Field(description=f"one of {_TYPES_TEXT}")
-    meaning: str = Field(description="what the column holds, one sentence")
+    name: Annotated[str, _required("column name")] = Field(description="lower snake_case column name")
+    type: Annotated[str, _required("column type")] = Field(description=f"one of {_TYPES_TEXT}")
+    meaning: Annotated[str, _required("column meaning")] = Field(description="what the column holds, one sentence")
     constraints: ConstraintsAnswer = Field(default_factory=ConstraintsAnswer)
-    note: str = Field("", description="where in the conversation the value comes from (turn numbers)")
-    example_value: str | None = Field(None, description="this conversation's value, verbatim where possible; null if absent")
+    note: Note = Field("", description="where in the conversation the value comes from (turn numbers)")
+    example_value: Text = Field(None, description="this conversation's value, verbatim where possible; null if absent")
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name(cls, value: Any) -> str:
-        return _required_text(value, "column name")
 
-    @field_validator("type", mode="before")
-    @classmethod
-    def _type(cls, value: Any) -> str:
-        return _required_text(value, "column type")
 
-    @field_validator("meaning", mode="before")
-    @classmethod
-    def _meaning(cls, value: Any) -> str:
-        return _required_text(value, "column meaning")
 
     @field_validator("constraints", mode="before")
     @classmethod
     def _constraints(cls, value: Any) -> Any:
         return {} if value is None else value
 
-    @field_validator("note", mode="before")
-    @classmethod
-    def _note(cls, value: Any) -> Any:
-        return "" if value is None else _text_or_none(value) or ""
 
-    @field_validator("example_value", mode="before")
-    @classmethod
-    def _example(cls, value: Any) -> Any:
-        return _text_or_none(value)
 
     def candidate(self) -> CandidateColumn:
         return CandidateColumn(
@@ -223,13 +231,9 @@ class ScoredColumnAnswer(NormalizedColumn):
 class CandidateSchemaAnswer(BaseModel):
     """The conversation's problem and its candidate columns, each normalized and scored."""
 
-    problem: str = Field(description="the conversation's problem in one sentence")
+    problem: Annotated[str, _required("problem")] = Field(description="the conversation's problem in one sentence")
     columns: list[ScoredColumnAnswer]
 
-    @field_validator("problem", mode="before")
-    @classmethod
-    def _problem(cls, value: Any) -> str:
-        return _required_text(value, "problem")
 
 
 class ProposedColumns(BaseModel):
@@ -252,12 +256,8 @@ class ColumnScoreAnswer(BaseModel):
     relevance: float = Field(ge=0, le=1, description="0..1: how central the column is to the conversation's problem")
     answerability: float = Field(ge=0, le=1, description="0..1: how well the conversation supplies a value")
     overall: float = Field(ge=0, le=1, description="0..1: how much the column is worth in the corpus table")
-    justification: str = Field("", description="one short line")
+    justification: Line = Field("", description="one short line")
 
-    @field_validator("justification", mode="before")
-    @classmethod
-    def _justification_text(cls, value: Any) -> Any:
-        return "" if value is None else str(value).strip()
 
     def plain(self) -> ColumnScore:
         return ColumnScore(**self.model_dump(exclude={"column"}))
@@ -274,27 +274,15 @@ class ColumnScores(BaseModel):
         index = type(self).expected
         if index is None:
             return self
-        seen: dict[str, ColumnScoreAnswer] = {}
-        for item in self.scores:
-            name = index.resolve(item.column)
-            if name is not None and name not in seen:
-                seen[name] = item.model_copy(update={"column": name})
-        missing = [n for n in index.names if n not in seen]
-        if missing:
-            raise ValueError(f"no score for column(s) {', '.join(missing)}; score every listed column exactly once: {index.listing()}")
-        self.scores = [seen[n] for n in index.names]
+        self.scores = _each_listed_column_once(index, self.scores, "score", "score")
         return self
 
 
 class RowValueAnswer(BaseModel):
     column: str = Field(description="the column's name, exactly as given")
-    value: str | None = Field(None, description="the value this conversation gives, in the column's type; null if it does not say")
-    evidence: str | None = Field(None, description="shortest verbatim excerpt supporting the value; null when value is null")
+    value: Text = Field(None, description="the value this conversation gives, in the column's type; null if it does not say")
+    evidence: Text = Field(None, description="shortest verbatim excerpt supporting the value; null when value is null")
 
-    @field_validator("value", "evidence", mode="before")
-    @classmethod
-    def _as_text(cls, value: Any) -> Any:
-        return _text_or_none(value)
 
 
 class RowValues(BaseModel):
@@ -322,12 +310,8 @@ class RowValues(BaseModel):
 class ValueJudgementAnswer(BaseModel):
     column: str = Field(description="the column's name, exactly as given")
     supported: bool = Field(description="true only if the conversation states or directly implies the value")
-    reason: str = Field("", description="one line, citing the turn")
+    reason: Line = Field("", description="one line, citing the turn")
 
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return "" if value is None else str(value).strip()
 
 
 class ValueJudgements(BaseModel):
@@ -341,23 +325,15 @@ class ValueJudgements(BaseModel):
         index = type(self).expected
         if index is None:
             return self
-        seen: dict[str, ValueJudgementAnswer] = {}
-        for item in self.judgements:
-            name = index.resolve(item.column)
-            if name is not None and name not in seen:
-                seen[name] = item.model_copy(update={"column": name})
-        missing = [n for n in index.names if n not in seen]
-        if missing:
-            raise ValueError(f"no judgement for column(s) {', '.join(missing)}; judge every listed column exactly once: {index.listing()}")
-        self.judgements = [seen[n] for n in index.names]
+        self.judgements = _each_listed_column_once(index, self.judgements, "judgement", "judge")
         return self
 
 
 class OperationAnswer(BaseModel):
     operation: Operation
     columns: list[str] = Field(description="KEEP/ADD/DELETE: [name]; EXPAND: [existing, new]; MERGE: [merged..., surviving]")
-    candidate: str | None = Field(None, description="the candidate that causes this operation, or null")
-    reason: str = Field(description="one short line")
+    candidate: Text = Field(None, description="the candidate that causes this operation, or null")
+    reason: Line = Field(description="one short line")
 
     @field_validator("operation", mode="before")
     @classmethod
@@ -373,15 +349,7 @@ class OperationAnswer(BaseModel):
             value = [str(v).strip() for v in value if v is not None and str(v).strip()]
         return value
 
-    @field_validator("candidate", mode="before")
-    @classmethod
-    def _candidate(cls, value: Any) -> Any:
-        return _text_or_none(value)
 
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, value: Any) -> Any:
-        return "" if value is None else str(value).strip()
 
 
 class GovernanceOperations(BaseModel):
