@@ -152,24 +152,6 @@ def test_files_that_are_not_conversations_are_quarantined_and_the_rest_still_lan
     assert query(home, "SELECT DISTINCT dialogue_id FROM raw_dialogues") == [("g",)]
 
 
-def test_a_file_vanishing_before_landing_is_reported_and_retried(home, monkeypatch):
-    from sarag_assets.core.ingest import landing
-
-    path = write_jsonl(home.inbox / "flaky.jsonl", [conversation("f", ("user", "q"), ("agent", "a"))])
-    original = landing.snapshot_file
-
-    def vanish_then_read(h, p):
-        p.unlink()
-        return original(h, p)
-
-    monkeypatch.setattr(landing, "snapshot_file", vanish_then_read)
-    scan = landing.scan_inbox(home, {}, max_per_batch=10)
-    assert scan.manifests == []
-    assert scan.problems and "disappeared" in scan.problems[0]
-    assert "flaky.jsonl" not in scan.seen  # not remembered, so a reappearing file is landed later
-    assert not path.exists()
-
-
 def test_warehouse_rejects_a_frame_with_rows_of_another_batch(home):
     import polars as pl
     import pytest

@@ -136,6 +136,7 @@ def test_fit_errors_and_search_before_fit():
 def test_fitting_twice_gives_identical_results():
     a = fit_baselines(DOCS, ("text_freq", "bm25"))
     b = fit_baselines(list(reversed(DOCS)), ("text_freq", "bm25"))
+    assert sorted(a) == ["bm25", "text_freq"]
     for name in a:
         for q in ("driver update offline", "refund business days", "update"):
             assert a[name].search(q, 5) == b[name].search(q, 5)

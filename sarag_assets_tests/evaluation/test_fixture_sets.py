@@ -67,6 +67,7 @@ def test_queries_are_not_copied_from_the_conversations(eval_set):
     for d in corpus:
         w = words(d.text)
         grams |= {tuple(w[i : i + 7]) for i in range(len(w) - 6)}
+    assert grams and queries
     for q in queries:
         for text in [t["text"] for t in q.turns] + list(q.nuggets or []):
             w = words(text)

@@ -184,6 +184,7 @@ def test_domains_present(corpus):
 
 def test_no_issue_ids_in_text(corpus, text_by_id):
     ids = {t["issue_id"] for t in corpus.truth}
+    assert ids and text_by_id
     for text in text_by_id.values():
         assert not any(i in text for i in ids)
 
@@ -331,6 +332,7 @@ def test_query_shape_and_gold(corpus, truth_by_id):
         if t["secondary_issue_id"]:
             by_issue[t["secondary_issue_id"]].add(t["dialogue_id"])
     ids = set()
+    assert corpus.queries
     for q in corpus.queries:
         assert {"query_id", "kind", "turns", "gold", "nuggets"} <= set(q)
         assert q["query_id"] not in ids
@@ -370,6 +372,7 @@ def test_followups_resolve_entities_from_history(corpus, truth_by_id):
 
 
 def test_queries_do_not_copy_conversation_sentences(corpus, text_by_id):
+    checked = 0
     for q in corpus.queries:
         gold_text = "\n".join(text_by_id[g] for g in q["gold"][:50]).lower()
         for turn in q["turns"]:
@@ -378,6 +381,8 @@ def test_queries_do_not_copy_conversation_sentences(corpus, text_by_id):
             for sentence in re.split(r"(?<=[.!?])\s+", turn["text"]):
                 if len(sentence) >= 30:
                     assert sentence.lower() not in gold_text, (q["query_id"], sentence)
+                    checked += 1
+    assert checked > 0
 
 
 def test_single_queries_state_just_enough(corpus, truth_by_id):
