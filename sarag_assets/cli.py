@@ -18,9 +18,22 @@ class CliError(Exception):
 
 
 def _home(args):
-    from sarag_assets.settings import Home
+    """The home of --home (else SARAG_HOME, else data/), after its settings are read and valid."""
+    from sarag_assets.settings import Settings
 
-    return Home.from_env(getattr(args, "home", None)).ensure()
+    return Settings.load(getattr(args, "home", None)).paths.ensure()
+
+
+def cmd_init(args) -> int:
+    from sarag_assets.settings import CONFIG_FILE, Home, default_config
+
+    home = Home.from_env(args.home).ensure()
+    config = home.root / CONFIG_FILE
+    if config.exists():
+        raise CliError(f"{config} already exists (edit it, or remove it to write the defaults again)")
+    config.write_text(default_config(), encoding="utf-8")
+    print(f"wrote {config}: every setting at its default, commented out; the SARAG_* variables override it")
+    return 0
 
 
 def _dagster_instance(home):
@@ -252,10 +265,10 @@ def cmd_sql(args) -> int:
             print(reply.answer)
         return 0
     from sarag_assets.query.sql import SqlError, run_select
-    from sarag_assets.settings import Home
+    from sarag_assets.settings import Settings
 
     try:
-        result = run_select(Home.from_env(args.home).warehouse, statement)
+        result = run_select(Settings.load(args.home).paths.warehouse, statement)
     except (SqlError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -322,6 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--home", help="state directory (default: $SARAG_HOME, else data/)")
         return p
 
+    p = with_home(sub.add_parser("init", help="write <home>/sarag.toml with every setting at its default"))
+    p.set_defaults(func=cmd_init)
+
     p = sub.add_parser("generate", help="write a deterministic synthetic benchmark corpus")
     p.add_argument("--n", type=int, default=1000)
     p.add_argument("--seed", type=int, default=0)
@@ -383,9 +399,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    from sarag_assets.settings import SettingsError
+
     try:
         return args.func(args)
-    except CliError as exc:
+    except (CliError, SettingsError) as exc:
         print(f"sarag: error: {exc}", file=sys.stderr)
         return 2
 

@@ -1,76 +1,193 @@
-"""Where state lives and the knobs read from the environment. No Dagster imports.
+"""sarag's settings: one typed object, and where state lives. No Dagster imports.
 
-Everything sarag writes lives under one home directory (default `data/` in the working directory,
-overridable with SARAG_HOME): the DuckDB warehouse, the LanceDB folder, the inbox, landed file
-snapshots, batch manifests, reports and the local Dagster instance.
+`Settings.load()` reads, in order, each later source overriding the earlier ones:
+
+1. the defaults below;
+2. `<home>/sarag.toml`, when it exists (`sarag init` writes one with every default, commented);
+3. the `SARAG_*` environment variables (`SARAG_LLM_*` for the `[llm]` table).
+
+The home itself is `--home`, else `SARAG_HOME`, else `data/`. An invalid value, in the file or the
+environment, raises `SettingsError` with one line naming the setting, its source and what is wrong.
+
+Everything sarag writes lives under the home: the DuckDB warehouse, the LanceDB folder, the inbox, landed
+file snapshots, batch manifests, reports and the local Dagster instance.
 """
 
 from __future__ import annotations
 
 import os
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULT_HOME = "data"
+CONFIG_FILE = "sarag.toml"
 
 
-def env_int(name: str, default: int) -> int:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    try:
-        value = int(raw)
-    except ValueError as exc:
-        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
-    if value <= 0:
-        raise ValueError(f"{name} must be positive, got {value}")
+class SettingsError(ValueError):
+    """An invalid setting: the message is one line naming it and its source."""
+
+
+def _bool(value: Any) -> Any:
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
     return value
 
 
-def env_bool(name: str, default: bool) -> bool:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    lowered = raw.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"{name} must be a boolean (true/false), got {raw!r}")
+class LLMConfig(BaseModel):
+    """The LLM backend's endpoint; with no `base_url` the embedded backend structures the conversations."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = Field(None, description="an OpenAI-compatible endpoint, e.g. http://localhost:11434/v1")
+    model: str | None = Field(None, description="the model name (required with a base URL)")
+    api_key: str = Field("not-needed", description="the API key")
+    mode: Literal["tools", "json_schema", "json", "markdown-json"] = Field(
+        "tools", description="how structured output is asked for: tools, json_schema, json or markdown-json")
+    timeout_s: float = Field(60.0, gt=0, description="seconds per HTTP request")
+    max_retries: int = Field(4, ge=0, description="retries on 429, 5xx and timeouts (exponential backoff)")
+    max_validation_retries: int = Field(2, ge=0, description="re-asks with the validation error after invalid output")
+
+    @field_validator("base_url", "model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode_spelling(cls, value: Any) -> Any:
+        return value.strip().lower().replace("_json", "-json") if isinstance(value, str) else value
 
 
-def env_choice(name: str, choices: tuple[str, ...], default: str) -> str:
-    raw = os.environ.get(name)
-    if raw is None or raw.strip() == "":
-        return default
-    value = raw.strip().lower()
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
-    return value
+class Settings(BaseModel):
+    """Every knob of sarag, typed and validated (see the module docstring for where values come from)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
-GOVERNANCE_MODES = ("governed", "fixed")
+    home: Path = Field(Path(DEFAULT_HOME), description="the home of all state")
+    batch_size: int = Field(5000, gt=0, description="most conversations per batch partition; bigger files are split")
+    redact: bool = Field(True, description="replace names, mentions, e-mails, phones and IPs in the text")
+    max_record_bytes: int = Field(5 * 1024 * 1024, gt=0, description="a line or record larger than this is quarantined unparsed")
+    metadata_capacity: int = Field(20, gt=0, description="most columns in the governed metadata M*")
+    min_column_support: int = Field(2, gt=0, description="conversations that must propose a new concept before it becomes a column")
+    governance: Literal["governed", "fixed"] = Field(
+        "governed", description="ablation switch: fixed installs a hand-written support schema instead of M*")
+    gates: bool = Field(True, description="ablation switch: false keeps every extracted value (no semantic or structural gate)")
+    embedding_model: str | None = Field(None, description="a local sentence-transformers model path or name; unset = the packaged all-MiniLM-L6-v2")
+    query_threads: int = Field(1, ge=0, description="threads a query is encoded on and BLAS threads of the cluster route (0 = the libraries' defaults)")
+    query_runtime: Literal["onnx", "torch"] = Field("onnx", description="what encodes queries: onnx (ONNX Runtime) or torch")
+    exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
+    llm: LLMConfig = Field(default_factory=LLMConfig)
 
+    @field_validator("redact", "gates", mode="before")
+    @classmethod
+    def _on_off(cls, value: Any) -> Any:
+        return _bool(value)
 
-@dataclass(frozen=True)
-class StructuringSwitches:
-    """Ablation switches of the structuring stage (both default to the full pipeline).
+    @field_validator("governance", "query_runtime", mode="before")
+    @classmethod
+    def _lowercase(cls, value: Any) -> Any:
+        return value.strip().lower() if isinstance(value, str) else value
 
-    - governance: "governed" evolves M* from the conversations' candidate columns; "fixed" installs a
-      hand-written, domain-neutral support schema instead (SARAG_GOVERNANCE=governed|fixed).
-    - gates: True runs the semantic and structural gates; False keeps every extracted value and records
-      the gates as skipped (SARAG_GATES=on|off).
-    """
-
-    governance: str = "governed"
-    gates: bool = True
+    @field_validator("embedding_model", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return None if isinstance(value, str) and not value.strip() else value
 
     @staticmethod
-    def from_env() -> "StructuringSwitches":
-        return StructuringSwitches(
-            governance=env_choice("SARAG_GOVERNANCE", GOVERNANCE_MODES, "governed"),
-            gates=env_bool("SARAG_GATES", True),
-        )
+    def load(home: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> "Settings":
+        """Defaults < `<home>/sarag.toml` < environment. Raises SettingsError (one line) on a bad value."""
+        env = os.environ if environ is None else environ
+        root = Path(home or env.get("SARAG_HOME", "").strip() or DEFAULT_HOME)
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        config = root / CONFIG_FILE
+        if config.is_file():
+            try:
+                from_file = tomllib.loads(config.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+                raise SettingsError(f"{config}: not a readable TOML file ({exc})") from None
+            for key, value in from_file.items():
+                if key == "llm" and isinstance(value, dict):
+                    values["llm"] = dict(value)
+                    sources.update({f"llm.{k}": f"{config} [llm] {k}" for k in value})
+                else:
+                    values[key] = value
+                    sources[key] = f"{config} {key}"
+        for name in _TOP_LEVEL:
+            raw = env.get(_env_name(name))
+            if raw is not None and raw.strip():
+                values[name] = raw.strip()
+                sources[name] = _env_name(name)
+        for name in LLMConfig.model_fields:
+            raw = env.get(_env_name(f"llm_{name}"))
+            if raw is not None:
+                values.setdefault("llm", {})[name] = raw.strip()
+                sources[f"llm.{name}"] = _env_name(f"llm_{name}")
+        values["home"] = root
+        try:
+            settings = Settings(**values)
+        except ValidationError as exc:
+            raise SettingsError(_one_line(exc, sources)) from None
+        if settings.llm.base_url and not settings.llm.model:
+            raise SettingsError("SARAG_LLM_MODEL (llm.model) must be set when an LLM base URL is set")
+        return settings
+
+    @property
+    def paths(self) -> "Home":
+        """The directory tree under the home."""
+        return Home(self.home)
+
+
+_TOP_LEVEL = [name for name in Settings.model_fields if name not in ("home", "llm")]
+
+
+def _env_name(name: str) -> str:
+    return "SARAG_" + name.upper()
+
+
+def _one_line(exc: ValidationError, sources: Mapping[str, str]) -> str:
+    error = exc.errors()[0]
+    path = ".".join(str(p) for p in error["loc"])
+    where = sources.get(path, path)
+    value = error.get("input")
+    shown = f" = {value!r}" if not isinstance(value, dict) else ""
+    return f"invalid setting {where}{shown}: {error['msg']}"
+
+
+def default_config() -> str:
+    """A sarag.toml with every setting at its default, each with its meaning, all commented out."""
+    lines = ["# sarag settings. The SARAG_* environment variables override what is set here.", ""]
+
+    def render(model: type[BaseModel], prefix: str) -> None:
+        for name, field in model.model_fields.items():
+            if name in ("home", "llm"):
+                continue
+            default = field.get_default(call_default_factory=True)
+            lines.append(f"# {field.description} ({_env_name(prefix + name)})")
+            lines.append(f"# {name} = {_toml(default)}")
+
+    render(Settings, "")
+    lines += ["", "[llm]"]
+    render(LLMConfig, "llm_")
+    return "\n".join(lines) + "\n"
+
+
+def _toml(value: Any) -> str:
+    if value is None:
+        return '""'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 @dataclass(frozen=True)
@@ -81,7 +198,8 @@ class Home:
 
     @staticmethod
     def from_env(override: str | os.PathLike | None = None) -> "Home":
-        return Home(Path(override or os.environ.get("SARAG_HOME") or DEFAULT_HOME))
+        """`override`, else SARAG_HOME, else `data/` (no other setting is read)."""
+        return Home(Path(override or os.environ.get("SARAG_HOME", "").strip() or DEFAULT_HOME))
 
     @property
     def inbox(self) -> Path:
@@ -144,18 +262,3 @@ def ensure_instance_config(dagster_home: Path) -> Path:
         else:
             config.write_text(MINIMAL_INSTANCE_CONFIG)
     return config
-
-
-@dataclass(frozen=True)
-class IngestSettings:
-    max_conversations_per_batch: int = 5000
-    redact: bool = True
-    max_record_bytes: int = 5 * 1024 * 1024
-
-    @staticmethod
-    def from_env() -> "IngestSettings":
-        return IngestSettings(
-            max_conversations_per_batch=env_int("SARAG_BATCH_SIZE", 5000),
-            redact=env_bool("SARAG_REDACT", True),
-            max_record_bytes=env_int("SARAG_MAX_RECORD_BYTES", 5 * 1024 * 1024),
-        )

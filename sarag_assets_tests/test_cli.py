@@ -42,3 +42,18 @@ def test_land_copies_into_the_inbox_and_refuses_bad_arguments(tmp_path):
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
     unknown = sarag("land", str(source), "--format", "xml", env_home=home)
     assert unknown.returncode == 2 and "unknown format" in unknown.stderr
+
+
+def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp_path):
+    home = tmp_path / "home"
+    first = sarag("init", "--home", str(home))
+    assert first.returncode == 0, first.stderr
+    assert "# batch_size = 5000" in (home / "sarag.toml").read_text()
+    again = sarag("init", "--home", str(home))
+    assert again.returncode == 2 and "already exists" in again.stderr
+    (home / "sarag.toml").write_text("metadata_capacity = -3\n")
+    bad = sarag("land", str(home / "sarag.toml"), "--home", str(home))
+    assert bad.returncode == 2
+    assert bad.stderr.strip().splitlines() == [
+        f"sarag: error: invalid setting {home / 'sarag.toml'} metadata_capacity = -3: Input should be greater than 0"]
+    assert not (home / "inbox" / "sarag.toml").exists()

@@ -1,12 +1,23 @@
-"""The instance config sarag writes for a home's Dagster instance, wherever sarag is run from."""
+"""The settings object (defaults < sarag.toml < environment, one-line errors) and the instance config sarag
+writes for a home's Dagster instance, wherever sarag is run from."""
 
 from __future__ import annotations
 
+import re
+import tomllib
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
-from sarag_assets.settings import MINIMAL_INSTANCE_CONFIG, ensure_instance_config
+from sarag_assets.settings import (
+    CONFIG_FILE,
+    MINIMAL_INSTANCE_CONFIG,
+    Settings,
+    SettingsError,
+    default_config,
+    ensure_instance_config,
+)
 
 PROJECT_CONFIG = Path(__file__).resolve().parents[1] / "dagster.yaml"
 
@@ -27,3 +38,67 @@ def test_both_configs_give_an_instance_without_telemetry_and_one_duckdb_writer(t
         with dg.DagsterInstance.from_config(str(home)) as instance:
             assert instance.telemetry_enabled is False, name
             assert instance.get_concurrency_config().pool_config.default_pool_limit == 1, name
+
+
+# --- the one settings object ------------------------------------------------------------------------------
+
+
+
+def test_defaults_then_the_file_then_the_environment(tmp_path):
+    assert Settings.load(tmp_path, environ={}) == Settings(home=tmp_path)
+    (tmp_path / CONFIG_FILE).write_text('batch_size = 100\ngates = false\n[llm]\nmode = "json"\n')
+    from_file = Settings.load(tmp_path, environ={})
+    assert (from_file.batch_size, from_file.gates, from_file.llm.mode, from_file.redact) == (100, False, "json", True)
+    env = {"SARAG_BATCH_SIZE": "7", "SARAG_GATES": "on", "SARAG_LLM_MODE": "Markdown_JSON", "SARAG_GOVERNANCE": "Fixed"}
+    both = Settings.load(tmp_path, environ=env)
+    assert (both.batch_size, both.gates, both.llm.mode, both.governance) == (7, True, "markdown-json", "fixed")
+
+
+def test_the_home_comes_from_the_argument_then_sarag_home(tmp_path):
+    assert Settings.load(environ={"SARAG_HOME": str(tmp_path)}).home == tmp_path
+    assert Settings.load(tmp_path / "other", environ={"SARAG_HOME": str(tmp_path)}).home == tmp_path / "other"
+    assert Settings.load(environ={}).paths.warehouse.name == "warehouse.duckdb"
+
+
+@pytest.mark.parametrize(
+    "env,match",
+    [
+        ({"SARAG_BATCH_SIZE": "many"}, r"^invalid setting SARAG_BATCH_SIZE = 'many': "),
+        ({"SARAG_BATCH_SIZE": "0"}, r"SARAG_BATCH_SIZE = '0'.*greater than 0"),
+        ({"SARAG_GATES": "maybe"}, r"SARAG_GATES = 'maybe'"),
+        ({"SARAG_GOVERNANCE": "none"}, r"SARAG_GOVERNANCE = 'none'.*'governed' or 'fixed'"),
+        ({"SARAG_QUERY_RUNTIME": "jax"}, r"SARAG_QUERY_RUNTIME"),
+        ({"SARAG_LLM_MODE": "xml"}, r"SARAG_LLM_MODE = 'xml'.*tools"),
+        ({"SARAG_LLM_TIMEOUT_S": "0"}, r"SARAG_LLM_TIMEOUT_S"),
+        ({"SARAG_LLM_MAX_RETRIES": "-1"}, r"SARAG_LLM_MAX_RETRIES"),
+        ({"SARAG_LLM_BASE_URL": "http://h/v1"}, r"SARAG_LLM_MODEL.*must be set"),
+    ],
+)
+def test_a_bad_value_is_one_line_naming_its_source(tmp_path, env, match):
+    with pytest.raises(SettingsError, match=match) as caught:
+        Settings.load(tmp_path, environ=env)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_bad_file_is_one_line_naming_the_file(tmp_path):
+    config = tmp_path / CONFIG_FILE
+    config.write_text("batch_sise = 10\n")
+    with pytest.raises(SettingsError, match=rf"{CONFIG_FILE} batch_sise.*Extra inputs"):
+        Settings.load(tmp_path, environ={})
+    config.write_text("[llm]\ntimeout_s = -1\n")
+    with pytest.raises(SettingsError, match=r"\[llm\] timeout_s"):
+        Settings.load(tmp_path, environ={})
+    config.write_text("batch_size = \n")
+    with pytest.raises(SettingsError, match="not a readable TOML file"):
+        Settings.load(tmp_path, environ={})
+
+
+def test_the_default_file_loads_to_the_defaults_and_names_every_setting(tmp_path):
+    text = default_config()
+    assert tomllib.loads(text) == {"llm": {}}  # all commented out
+    uncommented = "\n".join(line[2:] if re.match(r"# \w+ = ", line) else line for line in text.splitlines())
+    (tmp_path / CONFIG_FILE).write_text(uncommented)
+    assert Settings.load(tmp_path, environ={}) == Settings(home=tmp_path)
+    for name in Settings.model_fields:
+        if name not in ("home", "llm"):
+            assert f"# {name} = " in text and f"SARAG_{name.upper()}" in text

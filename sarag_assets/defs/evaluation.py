@@ -58,15 +58,16 @@ def _pipeline_label(metadata, rows: pl.DataFrame) -> tuple[str, str]:
 )
 def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring,
                          embedder: EmbedderResource):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     benchmarks = find_benchmarks(home.root / "generated")
     if not benchmarks:
         return dg.MaterializeResult(metadata={
             "skipped": f"no generated benchmark (corpus.jsonl + truth.jsonl) under {home.root / 'generated'}: "
             "table quality needs ground truth, which user data does not have"})
     stats = CallStats()
-    backend = structuring.backend(home, stats)
-    embed = embedder.embedder(home).encode
+    backend = structuring.backend(settings, stats)
+    embed = embedder.embedder(settings).encode
     results, notes = [], []
     seconds = {"ablations": 0.0, "measures": 0.0}
     for benchmark in benchmarks:
@@ -75,7 +76,7 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
             notes.append(f"{benchmark.name}: its corpus was not landed in this home")
             continue
         with warehouse.connect(home.warehouse) as con:
-            metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+            metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
             raw = warehouse.current_rows(con, "raw_dialogues", batch_keys).sort("dialogue_id", "turn_index")
             rows = warehouse.current_rows(con, "validated_rows", batch_keys)
         if raw.height == 0:
@@ -132,10 +133,11 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
     "sentence, a combination) as <home>/reports/preference_pairs.jsonl (prompt, chosen, rejected).",
 )
 def preference_pairs(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
         warehouse.ensure_schema(con)
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         rows = warehouse.current_rows(con, "validated_rows")
         raw = warehouse.current_rows(con, "raw_dialogues").sort("dialogue_id", "turn_index")
     current = rows.filter(pl.col("metadata_version") == metadata.version)

@@ -51,9 +51,10 @@ _OVER_ALL_ROWS = dict(deps=["validated_rows"], group_name="retrieval", kinds={"d
 )
 def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig, sarag_home: SaragHome,
                      structuring: Structuring, embedder: EmbedderResource):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         rows = _current_table(con, [c.name for c in metadata.columns])
         stored = warehouse.latest_cluster_model(con)
         previous_assignments = warehouse.read_table(con, "cluster_assignments")
@@ -61,7 +62,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
     if rows.height == 0:
         raise dg.Failure("no current conversations to cluster yet")
     update = update_clusters(previous, rows, previous_assignments, refit=config.refit, k=config.k or None,
-                             embedder=embedder.embedder(home))
+                             embedder=embedder.embedder(settings))
     with warehouse.connect(home.warehouse) as con:
         save_cluster_update(con, update)
     sizes = update.clusters.sort("view", "cluster_id")
@@ -93,9 +94,10 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
     "the query module trusts a value named in a question as far as the rows holding it cover them.",
 )
 def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         names = [c.name for c in metadata.columns]
         cells, n_rows = table_cells(con, names)
         texts = warehouse.conversation_texts(con)
@@ -128,17 +130,18 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
 )
 def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring,
                     embedder: EmbedderResource):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     key = context.partition_key
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         columns = [c.name for c in metadata.columns]
         current_ids = warehouse.current_dialogue_ids(con, key)
         table = warehouse.conversation_table(con, key)
         documents = warehouse.read_batch(con, "pseudo_documents", key)
         nodes = warehouse.read_batch(con, "graph_nodes", key)
         turns = warehouse.current_turns(con, key)
-    encoder = embedder.embedder(home)
+    encoder = embedder.embedder(settings)
     rows = batch_index_rows(linearized_rows(table, columns), documents, nodes, current_ids, turns,
                             getattr(encoder, "fits", None))
     store = IndexStore(str(home.lancedb), dimension=encoder.dimension)

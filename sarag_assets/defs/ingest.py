@@ -43,17 +43,17 @@ RAW_DIALOGUE_CHECKS = [
     pool=DUCKDB_POOL,
 )
 def ingest_batch(context: dg.AssetExecutionContext, sarag_home: SaragHome, ingest_config: IngestConfig):
-    home = sarag_home.home()
-    settings = ingest_config.settings()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     manifest = BatchManifest.load(home, context.partition_key)
     parsed = parse_file(
         home.root / manifest.snapshot,
         manifest.source_format,
-        max_record_bytes=settings.max_record_bytes,
+        max_record_bytes=ingest_config.record_bytes(settings),
         source_name=manifest.source_file,
         record_range=(manifest.record_start, manifest.record_end),
     )
-    batch = build_batch(parsed, manifest, redact=settings.redact)
+    batch = build_batch(parsed, manifest, redact=ingest_config.redacting(settings))
 
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_batch(con, "raw_dialogues", manifest.batch_key, batch.raw_dialogues)
@@ -74,7 +74,7 @@ def ingest_batch(context: dg.AssetExecutionContext, sarag_home: SaragHome, inges
             "records": f"{manifest.record_start}..{manifest.record_end} of chunk {manifest.chunk + 1}/{manifest.n_chunks}",
             "conversations": batch.conversations,
             "turns": stored.height,
-            "redacted": settings.redact,
+            "redacted": ingest_config.redacting(settings),
             "dagster/row_count": stored.height,
         },
     )

@@ -39,9 +39,10 @@ def _check_results(outcomes):
     check_specs=[dg.AssetCheckSpec("both_documents_non_empty", asset="pseudo_documents", blocking=True)],
 )
 def pseudo_documents(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     stats = CallStats()
-    backend = structuring.backend(home, stats)
+    backend = structuring.backend(settings, stats)
     key = context.partition_key
     conversations = _batch_conversations(home, key)
     result = pseudo_document_rows(key, conversations, backend)
@@ -80,9 +81,10 @@ def pseudo_documents(context: dg.AssetExecutionContext, sarag_home: SaragHome, s
     ],
 )
 def dialogue_graphs(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     stats = CallStats()
-    backend = structuring.backend(home, stats)
+    backend = structuring.backend(settings, stats)
     key = context.partition_key
     conversations = _batch_conversations(home, key)
     nodes, edges = dialogue_graph_rows(key, conversations, backend)

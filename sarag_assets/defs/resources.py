@@ -1,92 +1,96 @@
-"""Resources: where the home is and how the ingestion behaves. Each is a small ConfigurableResource."""
-
+"""Resources: the settings of a run, and the backend and embedder they choose. Each is a small
+ConfigurableResource; the settings are read once per run (`SaragHome`) and handed to the others."""
 
 import dagster as dg
+from pydantic import PrivateAttr
 
-from sarag_assets.settings import (
-    GOVERNANCE_MODES,
-    Home,
-    IngestSettings,
-    StructuringSwitches,
-    env_int,
-)
+from sarag_assets.settings import Home, Settings
 
 # Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
 DUCKDB_POOL = "duckdb_writer"
 
 
 class SaragHome(dg.ConfigurableResource):
-    """The home directory of all state; empty means $SARAG_HOME, else `data/`."""
+    """The home of all state and the run's settings: `Settings.load` (defaults < <home>/sarag.toml <
+    SARAG_* variables), read once when the run starts. `path` overrides SARAG_HOME."""
 
     path: str = ""
+    _settings: Settings | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        self._settings = Settings.load(self.path or None)
+
+    def settings(self) -> Settings:
+        if self._settings is not None:
+            return self._settings
+        return Settings.load(self.path or None)  # a sensor tick or a direct call: read now, not kept
 
     def home(self) -> Home:
-        return Home.from_env(self.path or None).ensure()
+        return self.settings().paths.ensure()
 
 
 class IngestConfig(dg.ConfigurableResource):
-    """Ingestion knobs; unset fields fall back to SARAG_BATCH_SIZE / SARAG_REDACT / SARAG_MAX_RECORD_BYTES."""
+    """Ingestion knobs that override the settings for this deployment (0 / None: as the settings say)."""
 
     max_conversations_per_batch: int = 0
     redact: bool | None = None
     max_record_bytes: int = 0
 
-    def settings(self) -> IngestSettings:
-        env = IngestSettings.from_env()
-        return IngestSettings(
-            max_conversations_per_batch=self.max_conversations_per_batch or env.max_conversations_per_batch,
-            redact=env.redact if self.redact is None else self.redact,
-            max_record_bytes=self.max_record_bytes or env.max_record_bytes,
-        )
+    def batch_size(self, settings: Settings) -> int:
+        return self.max_conversations_per_batch or settings.batch_size
+
+    def redacting(self, settings: Settings) -> bool:
+        return settings.redact if self.redact is None else self.redact
+
+    def record_bytes(self, settings: Settings) -> int:
+        return self.max_record_bytes or settings.max_record_bytes
 
 
 class Structuring(dg.ConfigurableResource):
-    """The structuring backend: the LLM backend when SARAG_LLM_BASE_URL is set, else the embedded one.
-
-    LLM calls are cached in the warehouse (table llm_call_cache). Capacity and minimum support of
-    the governed metadata default to SARAG_METADATA_CAPACITY (20) and SARAG_MIN_COLUMN_SUPPORT (2).
-    The ablation switches `governance` ("governed" or "fixed") and `gates` ("on" or "off") default to
-    SARAG_GOVERNANCE and SARAG_GATES (governed, on).
-    """
+    """The structuring backend the settings choose (the LLM backend when `llm.base_url` is set, else the
+    embedded one), with LLM calls cached in the warehouse (table llm_call_cache). Fields set here override
+    the settings' capacity, minimum support and ablation switches ("governed"/"fixed", "on"/"off")."""
 
     capacity: int = 0
     min_support: int = 0
     governance: str = ""
     gates: str = ""
 
-    def backend(self, home: Home, stats):
+    def backend(self, settings: Settings, stats):
         from sarag_assets.backends.llm import CallCache
-        from sarag_assets.backends.registry import backend_from_env
+        from sarag_assets.backends.registry import backend_for
 
-        return backend_from_env(cache=CallCache(str(home.warehouse)), stats=stats)
+        return backend_for(settings.llm, cache=CallCache(str(settings.paths.warehouse)), stats=stats)
 
-    def metadata_capacity(self) -> int:
-        return self.capacity or env_int("SARAG_METADATA_CAPACITY", 20)
+    def metadata_capacity(self, settings: Settings) -> int:
+        return self.capacity or settings.metadata_capacity
 
-    def column_min_support(self) -> int:
-        return self.min_support or env_int("SARAG_MIN_COLUMN_SUPPORT", 2)
+    def column_min_support(self, settings: Settings) -> int:
+        return self.min_support or settings.min_column_support
 
-    def switches(self) -> StructuringSwitches:
-        env = StructuringSwitches.from_env()
-        governance = self.governance.strip().lower() or env.governance
-        if governance not in GOVERNANCE_MODES:
-            raise ValueError(f"governance must be one of {', '.join(GOVERNANCE_MODES)}, got {self.governance!r}")
-        gates = env.gates
-        if self.gates.strip():
-            if self.gates.strip().lower() not in ("on", "off"):
-                raise ValueError(f"gates must be on or off, got {self.gates!r}")
-            gates = self.gates.strip().lower() == "on"
-        return StructuringSwitches(governance=governance, gates=gates)
+    def governance_mode(self, settings: Settings) -> str:
+        mode = self.governance.strip().lower() or settings.governance
+        if mode not in ("governed", "fixed"):
+            raise ValueError(f"governance must be governed or fixed, got {self.governance!r}")
+        return mode
+
+    def gates_on(self, settings: Settings) -> bool:
+        if not self.gates.strip():
+            return settings.gates
+        if self.gates.strip().lower() not in ("on", "off"):
+            raise ValueError(f"gates must be on or off, got {self.gates!r}")
+        return self.gates.strip().lower() == "on"
 
 
 class EmbedderResource(dg.ConfigurableResource):
-    """The sentence embedder: the packaged all-MiniLM-L6-v2 unless `model` (or SARAG_EMBEDDING_MODEL) names
-    another local sentence-transformers model. Loaded once per process; vectors cached in the warehouse."""
+    """The sentence embedder: the packaged all-MiniLM-L6-v2 unless `model` (or the `embedding_model`
+    setting) names another local sentence-transformers model. Vectors cached in the warehouse."""
 
     model: str = ""
     batch_size: int = 64
 
-    def embedder(self, home: Home):
+    def embedder(self, settings: Settings):
         from sarag_assets.core.encoding.embedder import DuckDBEmbeddingStore, Embedder
 
-        return Embedder(self.model or None, batch_size=self.batch_size, store=DuckDBEmbeddingStore(str(home.warehouse)))
+        return Embedder(self.model or settings.embedding_model, batch_size=self.batch_size,
+                        store=DuckDBEmbeddingStore(str(settings.paths.warehouse)))

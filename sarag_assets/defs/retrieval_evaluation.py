@@ -27,7 +27,8 @@ def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHom
         score_systems,
     )
 
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     benchmarks = sorted(home.root.glob("generated/*/queries.jsonl"))
     with warehouse.connect(home.warehouse, read_only=True) as con:
         current = warehouse.current_dialogue_ids(con)

@@ -18,9 +18,10 @@ from sarag_assets.defs.resources import IngestConfig, SaragHome
     description="Lands new or changed files from <home>/inbox as conversation batches (run keys are content hashes).",
 )
 def inbox_sensor(context: dg.SensorEvaluationContext, sarag_home: SaragHome, ingest_config: IngestConfig):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     seen = json.loads(context.cursor) if context.cursor else {}
-    scan = scan_inbox(home, seen, max_per_batch=ingest_config.settings().max_conversations_per_batch)
+    scan = scan_inbox(home, seen, max_per_batch=ingest_config.batch_size(settings))
     for problem in scan.problems:
         context.log.warning(problem)
     existing = set(context.instance.get_dynamic_partitions(conversation_batches.name))

@@ -20,7 +20,7 @@ from sarag_assets.core.structuring.tables import (
 from sarag_assets.defs.conditions import GOVERN_ON_NEW_CANDIDATES, ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome, Structuring
-from sarag_assets.settings import StructuringSwitches
+from sarag_assets.settings import Settings
 
 METADATA_FINGERPRINT = "metadata_fingerprint"
 GATES = "gates"
@@ -36,9 +36,10 @@ GATES = "gates"
     metadata={"table": "candidate_schemas", "partition_expr": "batch_key"},
 )
 def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     stats = CallStats()
-    backend = structuring.backend(home, stats)
+    backend = structuring.backend(settings, stats)
     key = context.partition_key
     with warehouse.connect(home.warehouse) as con:
         warehouse.ensure_schema(con)
@@ -74,12 +75,13 @@ def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     ],
 )
 def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     stats = CallStats()
-    backend = structuring.backend(home, stats)
-    mode = structuring.switches().governance
+    backend = structuring.backend(settings, stats)
+    mode = structuring.governance_mode(settings)
     with warehouse.connect(home.warehouse) as con:
-        before = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        before = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         latest_version = max(before.version, warehouse.latest_metadata_version(con))
         last_governed = governance.last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
         # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
@@ -153,13 +155,14 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     ],
 )
 def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
-    home = sarag_home.home()
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
     stats = CallStats()
-    backend = structuring.backend(home, stats)
+    backend = structuring.backend(settings, stats)
     key = context.partition_key
-    gates = structuring.switches().gates
+    gates = structuring.gates_on(settings)
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(), structuring.column_min_support())
+        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
         raw = warehouse.read_batch(con, "raw_dialogues", key)
         existing = warehouse.read_batch(con, "validated_rows", key)
     result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend, gates=gates)
@@ -195,9 +198,8 @@ def stale_row_partitions(
     instance: dg.DagsterInstance, partition_keys: list[str], *, gates: bool | None = None
 ) -> list[str]:
     """Batches whose validated_rows were built against another M* than the current one (or never), or
-    with the gates in another state than now (`gates`, default SARAG_GATES)."""
-    gates_now = ("on" if StructuringSwitches.from_env().gates else "off") if gates is None else (
-        "on" if gates else "off")
+    with the gates in another state than now (`gates`, default: the settings')."""
+    gates_now = ("on" if Settings.load().gates else "off") if gates is None else ("on" if gates else "off")
     latest = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata"))
     if latest is None:
         return []

@@ -20,7 +20,7 @@ number and its problem (all of them, up to ``MAX_REPORTED_PROBLEMS``), e.g.
 CORPUS.jsonl is the generic conversation format sarag lands (``{"dialogue_id", "turns": [{"speaker",
 "text", "role"?, "ts"?}], "metadata"?}``); ``load_corpus`` reads it with the same kind of line-numbered
 errors (``CorpusFileError``) for what an evaluation needs: ids, turn texts. ``corpus_record`` turns a
-parsed ``Conversation`` (from ``sarag_assets.core.parsers``) into one such line, so a corpus converted
+parsed ``Conversation`` (from ``sarag_assets.core.ingest.parsers``) into one such line, so a corpus converted
 from another format keeps the dialogue ids sarag assigns.
 """
 

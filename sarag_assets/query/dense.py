@@ -1,14 +1,13 @@
 """Exact dense search over a LanceDB table's vectors held in memory. No Dagster.
 
 The query side searches five tables with the same query vector (`conversation_passages`,
-`conversation_texts`, `table_rows`, `issue_documents`, `solution_documents`). LanceDB's IVF_PQ index with `refine_factor` 40 took 45-50 ms per table at 100,000
-rows on this machine (recall@50 0.998); one float32 matrix-vector product over the same 100,000 x 384
-vectors takes ~5-8 ms on one core, bound by memory bandwidth (154 MB read), and is exact. So each table's
-vectors are read once (on first use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`,
-38 MB) is scanned for the rows that can be among the k best, with a proven bound on its error, and only
-those (~100-200 at 100k rows, k=50) are scored exactly: ~2 ms, the same ids and scores as scoring every
-row (`kernels` says why the scores are equal to the bit). Without numba, every row is scored by numpy.
-The sketch is built on a table's second search (~0.25 s per 100,000 rows): a one-search process (the CLI)
+`conversation_texts`, `table_rows`, `issue_documents`, `solution_documents`). At these sizes a
+matrix-vector product over all of a table's vectors, bound by memory bandwidth, is both exact and faster
+than LanceDB's IVF_PQ index (docs/results.md, Latency). So each table's vectors are read once (on first
+use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`) is scanned for the rows that can be
+among the k best, with a proven bound on its error, and only those are scored exactly, with the same ids
+and scores as scoring every row (`kernels` says why the scores are equal to the bit). Without numba, every
+row is scored by numpy. The sketch is built on a table's second search: a one-search process (the CLI)
 scans every row instead.
 
 `DenseIndex.search(vector, k)` means what `IndexStore.vector_search(table, vector, k)` means: the k rows

@@ -19,7 +19,7 @@ first:
   ``alpha * s_issue + (1 - alpha) * s_solution`` (cosine scores; a side that did not return the
   conversation contributes its lowest returned score, an upper bound of the missing one) — one list;
 - ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
-  over the candidates' similarity graph (`sarag_assets.core.clusters.ClusterIndex`);
+  over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
   release near the one named). This is how "that one" in the latest turn still selects the product
@@ -34,7 +34,7 @@ conversations not naming the values (right), and above the share ``1 - trust`` o
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
-(`core.onnx_encoder`; SARAG_QUERY_RUNTIME=torch for sentence-transformers).
+(`core.encoding.onnx_encoder`; the `query_runtime` setting `torch` for sentence-transformers).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from sarag_assets.core.indices.store import (
     TABLE_ROWS,
     IndexStore,
 )
-from sarag_assets.query.dense import DEFAULT_MAX_ROWS, DenseIndexes
+from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import fuse
 from sarag_assets.query.understanding import (
     Query,
@@ -68,7 +68,7 @@ from sarag_assets.query.understanding import (
     resolve_contrast,
     resolve_version_direction,
 )
-from sarag_assets.settings import Home, env_int
+from sarag_assets.settings import Home, Settings
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
             "cluster_route", "table_match")
@@ -137,7 +137,8 @@ class Sarag:
 
     def __init__(self, home: str | os.PathLike | Home | None = None, *, embedder=None,
                  settings: SearchSettings | None = None, llm=None):
-        self.home = home if isinstance(home, Home) else Home.from_env(home)
+        self.config = Settings.load(home.root if isinstance(home, Home) else home)
+        self.home = home if isinstance(home, Home) else self.config.paths
         if not self.home.warehouse.exists():
             raise HomeNotReady(f"no warehouse at {self.home.warehouse}: run the pipeline first (sarag materialize)")
         self.settings = settings or SearchSettings()
@@ -148,7 +149,7 @@ class Sarag:
             raise HomeNotReady(f"no LanceDB indices under {self.home.lancedb}: materialize lancedb_indices first")
         # a home indexed before the text indices: searched by its structured views until re-indexed
         self.missing_indices = _missing_text_indices(self.store)
-        self.dense = DenseIndexes(self.store, max_rows=env_int("SARAG_EXACT_SEARCH_MAX_ROWS", DEFAULT_MAX_ROWS))
+        self.dense = DenseIndexes(self.store, max_rows=self.config.exact_search_max_rows)
         self._load_warehouse()
         self._cluster_index = None
         self._cluster_model = None
@@ -188,13 +189,10 @@ class Sarag:
     @property
     def embedder(self):
         if self._embedder is None:
-            from sarag_assets.core.encoding.embedder import RUNTIMES, Embedder
+            from sarag_assets.core.encoding.embedder import Embedder
 
-            threads = _limit_query_threads()
-            runtime = os.environ.get("SARAG_QUERY_RUNTIME", "").strip() or "onnx"
-            if runtime not in RUNTIMES:
-                raise ValueError(f"SARAG_QUERY_RUNTIME must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
-            self._embedder = Embedder(runtime=runtime, threads=threads)
+            threads = _limit_query_threads(self.config.query_threads)
+            self._embedder = Embedder(self.config.embedding_model, runtime=self.config.query_runtime, threads=threads)
         return self._embedder
 
     def _clusters(self):
@@ -302,7 +300,7 @@ class Sarag:
         if self._llm is None:
             from sarag_assets.backends.llm import LLMSettings, StructuredLLM
 
-            settings = LLMSettings.from_env()
+            settings = LLMSettings.from_config(self.config.llm)
             self._llm = StructuredLLM(settings) if settings else False
         return self._llm or None
 
@@ -576,16 +574,14 @@ def _missing_text_indices(store: IndexStore) -> list[str]:
     return missing
 
 
-def _limit_query_threads() -> int | None:
-    """The threads a query is encoded on (SARAG_QUERY_THREADS, default 1; ONNX Runtime's or torch's),
+def _limit_query_threads(threads: int) -> int | None:
+    """The threads a query is encoded on (the `query_threads` setting, default 1; ONNX Runtime's or torch's),
     after limiting the BLAS library (the cluster route's products; the dense searches' too when numba is
     missing, `query.kernels`) to as many. One short query gains nothing from more, and on a busy 2-core
-    machine two torch threads made one query take ~1 s instead of ~30 ms, two BLAS threads one 100k-row
-    product 8 ms instead of 5 (measured by the search-latency benchmark; the channels already run side by
-    side). Process-wide: 0 (None returned) leaves the libraries' defaults."""
-    if os.environ.get("SARAG_QUERY_THREADS", "").strip() == "0":
+    machine more threads make a query slower (the channels already run side by side). Process-wide: 0
+    (None returned) leaves the libraries' defaults."""
+    if threads == 0:
         return None
-    threads = env_int("SARAG_QUERY_THREADS", 1)
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(threads, user_api="blas")

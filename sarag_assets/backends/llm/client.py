@@ -30,12 +30,10 @@ import email.utils
 import hashlib
 import json
 import logging
-import os
 import random
 import re
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -46,6 +44,7 @@ from pydantic import BaseModel, ValidationError
 
 if TYPE_CHECKING:
     from sarag_assets.backends.llm.cache import CallCache
+    from sarag_assets.settings import LLMConfig
 
 log = logging.getLogger(__name__)
 
@@ -120,47 +119,14 @@ class LLMSettings:
         return MODES[self.mode]
 
     @staticmethod
-    def from_env(environ: "Mapping[str, str] | None" = None) -> "LLMSettings | None":
-        """Settings from the environment, or None when SARAG_LLM_BASE_URL is unset (use the embedded
-        backend). Reads SARAG_LLM_BASE_URL, SARAG_LLM_MODEL (required with a base URL),
-        SARAG_LLM_API_KEY, SARAG_LLM_MODE, SARAG_LLM_TIMEOUT_S, SARAG_LLM_MAX_RETRIES,
-        SARAG_LLM_MAX_VALIDATION_RETRIES. Bad values raise ValueError naming the variable."""
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str | None:
-            raw = env.get(name)
-            return raw.strip() if raw is not None and raw.strip() != "" else None
-
-        base_url = get("SARAG_LLM_BASE_URL")
-        if base_url is None:
+    def from_config(config: "LLMConfig") -> "LLMSettings | None":
+        """The call settings of the `[llm]` settings, or None when no base URL is set (the embedded
+        backend structures the conversations)."""
+        if not config.base_url:
             return None
-        model = get("SARAG_LLM_MODEL")
-        if model is None:
-            raise ValueError("SARAG_LLM_MODEL must be set when SARAG_LLM_BASE_URL is set")
-        kwargs: dict[str, Any] = {"base_url": base_url, "model": model}
-        if (api_key := get("SARAG_LLM_API_KEY")) is not None:
-            kwargs["api_key"] = api_key
-        if (mode := get("SARAG_LLM_MODE")) is not None:
-            try:
-                kwargs["mode"] = normalize_mode(mode)
-            except ValueError as exc:
-                raise ValueError(f"SARAG_LLM_MODE: {exc}") from None
-        if (timeout := get("SARAG_LLM_TIMEOUT_S")) is not None:
-            try:
-                kwargs["timeout_s"] = float(timeout)
-            except ValueError:
-                raise ValueError(f"SARAG_LLM_TIMEOUT_S must be a number of seconds, got {timeout!r}") from None
-            if not kwargs["timeout_s"] > 0:
-                raise ValueError(f"SARAG_LLM_TIMEOUT_S must be positive, got {timeout!r}")
-        for var, key in (("SARAG_LLM_MAX_RETRIES", "max_retries"), ("SARAG_LLM_MAX_VALIDATION_RETRIES", "max_validation_retries")):
-            if (raw := get(var)) is not None:
-                try:
-                    kwargs[key] = int(raw)
-                except ValueError:
-                    raise ValueError(f"{var} must be a non-negative integer, got {raw!r}") from None
-                if kwargs[key] < 0:
-                    raise ValueError(f"{var} must be a non-negative integer, got {raw!r}")
-        return LLMSettings(**kwargs)
+        return LLMSettings(base_url=config.base_url, model=config.model or "", api_key=config.api_key, mode=config.mode,
+                           timeout_s=config.timeout_s, max_retries=config.max_retries,
+                           max_validation_retries=config.max_validation_retries)
 
 
 # ---------------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used
 persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
 
 Two runtimes give the same vectors (to ~1e-7): ``torch`` (sentence-transformers, batched: the pipeline)
-and ``onnx`` (`core.onnx_encoder`, a few short texts per run: the query side, where it is twice as fast). An
+and ``onnx`` (`core.encoding.onnx_encoder`, a few short texts per run: the query side, where it is twice as fast). An
 ``onnx`` embedder falls back to torch, saying why in `fallback_reason`, when the model cannot be exported.
 """
 
@@ -66,7 +66,7 @@ class Embedder:
                  memory_entries: int = MEMORY_ENTRIES, runtime: str = "torch", threads: int | None = None):
         if runtime not in RUNTIMES:
             raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
-        self.model_name = model_name or os.environ.get("SARAG_EMBEDDING_MODEL") or DEFAULT_MODEL
+        self.model_name = model_name or DEFAULT_MODEL
         self.batch_size = batch_size
         self.store = store
         self.runtime = runtime
@@ -175,7 +175,9 @@ def default_embedder() -> Embedder:
     """The process-wide embedder (model loaded once, in-memory cache shared)."""
     global _DEFAULT
     if _DEFAULT is None:
-        _DEFAULT = Embedder()
+        from sarag_assets.settings import Settings
+
+        _DEFAULT = Embedder(Settings.load().embedding_model)
     return _DEFAULT
 
 

@@ -1,14 +1,11 @@
 """A sentence-transformers model run by ONNX Runtime, for encoding a few short texts at a time (queries).
 No Dagster.
 
-Why: a search embeds one to a few short turns. Through sentence-transformers (torch, one thread) that took
-17 ms p50 / 39 ms p95 on the generated queries, mostly per-operator overhead and padding the turns of a
-batch to the longest; ONNX Runtime with its graph fusions, one text at a time (no padding), took
-9.6 / 19 ms for the same vectors (largest difference 2.5e-7, the size of the difference torch itself shows
-between a text encoded alone and in a batch). Without torch the query side also starts faster. A run of a
-few tokens costs mostly the reading of the model's weights (~2.5 ms here, then ~0.13 ms a token), so turns
-of similar length share a run (`length_groups`): 8.5 / 17 ms against 11 / 23 one text per run, the same
-vectors bit for bit on those queries.
+Why: a search embeds one to a few short turns. Through sentence-transformers most of that time is torch's
+per-operator overhead and padding a batch's turns to the longest; ONNX Runtime, with its graph fusions and
+turns of similar length run together (`length_groups`: a short run costs mostly reading the model's
+weights), gives the same vectors faster, and without torch the query side also starts faster. The
+measurements are in docs/results.md (Latency).
 
 Only a model that is exactly Transformer -> mean pooling -> Normalize (the default all-MiniLM-L6-v2 is)
 is exported; anything else stays in torch (`supported` says why). The export runs once per model (torch

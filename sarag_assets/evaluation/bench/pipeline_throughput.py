@@ -3,7 +3,7 @@
     python -m sarag_assets.evaluation.bench.pipeline_throughput --n 10000 --seed 11 [--home DIR] [--batch-size 2500]
     sarag bench-pipeline --n 10000 --seed 11
 
-It generates `n` conversations (`core.synthetic.write_corpus`), lands them in a fresh home (SARAG_HOME)
+It generates `n` conversations (`evaluation.synthetic.write_corpus`), lands them in a fresh home (SARAG_HOME)
 with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and materializes every asset with
 `defs.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
 partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so

@@ -7,7 +7,7 @@
 Measuring: it opens `sarag_assets.query.engine.Sarag(home)` (timed), warms up with a few queries that are
 not in the measured set (the first one reads the dense vectors and builds the cluster route's index,
 reported apart), then times `search(turns, k)` for each generated query (the `queries.jsonl` that
-`core.synthetic.write_corpus` writes next to the corpus; found under <home>/generated/ or named by
+`evaluation.synthetic.write_corpus` writes next to the corpus; found under <home>/generated/ or named by
 --queries). The query embedder's in-memory cache is emptied before each timed query, so every query
 pays for its embedding (a service sees new questions). Reported: p50/p95/p99/mean/max in ms, and the
 load average before and after.
@@ -36,7 +36,7 @@ metadata_versions copied once), and in every LanceDB table, written through `Ind
 and indexed by `IndexStore.ensure_indices` (IVF_PQ sized for the new row count, native FTS), the
 vectors of copies 1..R-1 moved by Gaussian noise of expected cosine `--noise-cos` (0.9) to the original
 and re-normalized (so the ANN index and KMeans do not see exact duplicates); the cluster model is then
-fitted on all rows by `core.clusters.fit_clusters` with those row vectors (as the feature_clusters asset
+fitted on all rows by `core.indices.clusters.fit_clusters` with those row vectors (as the feature_clusters asset
 does on a first fit) and stored in cluster_models / cluster_assignments / clusters. The texts of a copy
 are its original's: full-text posting lists grow R times, as R times more conversations of the same
 generator would make them, but BM25 scores of copies tie. It is a latency fixture, not a quality one.
@@ -397,7 +397,7 @@ def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_
                     graphs: bool = False, torch_threads: int | None = 1, log=print) -> dict:
     """A home for `n` generated conversations made by the stages' core functions, without Dagster.
 
-    What each asset does, in order, per batch of `batch_size`: `core.synthetic.write_corpus` (corpus and
+    What each asset does, in order, per batch of `batch_size`: `evaluation.synthetic.write_corpus` (corpus and
     queries under <out>/generated/n<n>-seed<seed>/), `parse_file` + `build_batch` (raw_dialogues, redacted),
     `validated_row_records` against the governed metadata M* copied from `metadata_from` (a home the real
     pipeline governed: candidate schemas and governance, about 0.2-0.6 s per conversation here, are not

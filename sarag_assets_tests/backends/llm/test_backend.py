@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
+from sarag_assets.backends import registry
 from sarag_assets.backends.llm.backend import LLMBackend
 from sarag_assets.backends.llm.cache import CallCache
 from sarag_assets.backends.llm.client import CallStats, LLMCallFailed, LLMSettings
-from sarag_assets.backends.registry import backend_from_env
 from sarag_assets.core.structuring.interface import (
     CandidateColumn,
     CandidateSchema,
@@ -26,6 +26,7 @@ from sarag_assets.core.structuring.interface import (
     ScoredColumn,
     StructuringBackend,
 )
+from sarag_assets.settings import Settings
 from sarag_assets_tests.backends.llm.fake_openai_server import (
     Behaviour,
     FakeOpenAIServer,
@@ -531,10 +532,10 @@ def test_second_identical_call_is_served_from_the_cache(server, tmp_path):
 # choosing the backend
 
 
-def test_backend_from_env_picks_the_llm_backend_when_a_base_url_is_set(server, tmp_path):
+def test_the_llm_backend_is_chosen_when_a_base_url_is_set(server, tmp_path):
     stats = CallStats()
     env = {"SARAG_LLM_BASE_URL": server.base_url, "SARAG_LLM_MODEL": "qwen-test", "SARAG_LLM_MODE": "json"}
-    backend = backend_from_env(cache=CallCache(tmp_path / "w.duckdb"), stats=stats, environ=env)
+    backend = registry.backend_for(Settings.load(tmp_path, environ=env).llm, cache=CallCache(tmp_path / "w.duckdb"), stats=stats)
     assert isinstance(backend, LLMBackend) and backend.name == "llm/qwen-test"
     assert backend.stats is stats and backend.llm.settings.mode == "json"
     protocol = [n for n in vars(StructuringBackend) if not n.startswith("_") and callable(getattr(StructuringBackend, n))]
@@ -545,18 +546,7 @@ def test_backend_from_env_picks_the_llm_backend_when_a_base_url_is_set(server, t
     assert stats.calls == 1
 
 
-def test_backend_from_env_reads_os_environ(monkeypatch, server):
-    monkeypatch.setenv("SARAG_LLM_BASE_URL", server.base_url)
-    monkeypatch.setenv("SARAG_LLM_MODEL", "m")
-    assert backend_from_env(cache=None, stats=None).name == "llm/m"
-    monkeypatch.setenv("SARAG_LLM_MODE", "xml")
-    with pytest.raises(ValueError, match="SARAG_LLM_MODE"):
-        backend_from_env(cache=None, stats=None)
-
-
-def test_backend_from_env_defaults_to_the_embedded_backend(monkeypatch):
-    pytest.importorskip("sarag_assets.backends.embedded")
-    monkeypatch.delenv("SARAG_LLM_BASE_URL", raising=False)
-    backend = backend_from_env(cache=None, stats=None)
+def test_the_embedded_backend_is_the_default(tmp_path):
+    backend = registry.backend_for(Settings.load(tmp_path, environ={}).llm, cache=None, stats=None)
     assert type(backend).__name__ == "EmbeddedBackend"
     assert not backend.name.startswith("llm/")

@@ -25,6 +25,7 @@ from sarag_assets.backends.llm.client import (
     parse_retry_after,
     wrap_data,
 )
+from sarag_assets.settings import Settings
 from sarag_assets_tests.backends.llm.fake_openai_server import (
     Behaviour,
     FakeOpenAIServer,
@@ -502,56 +503,27 @@ def test_template_syntax_in_conversations_is_not_rendered(server):
 # settings
 
 
-def test_settings_from_env():
-    assert LLMSettings.from_env({}) is None
-    assert LLMSettings.from_env({"SARAG_LLM_BASE_URL": "  "}) is None
-
-    s = LLMSettings.from_env(
-        {
-            "SARAG_LLM_BASE_URL": "http://localhost:11434/v1",
-            "SARAG_LLM_MODEL": "qwen2.5:7b",
-            "SARAG_LLM_API_KEY": "sk-secret",
-            "SARAG_LLM_MODE": "Markdown_JSON",
-            "SARAG_LLM_TIMEOUT_S": "12.5",
-        }
-    )
+def test_settings_from_the_llm_config():
+    assert LLMSettings.from_config(Settings.load(environ={}).llm) is None
+    env = {
+        "SARAG_LLM_BASE_URL": "http://localhost:11434/v1",
+        "SARAG_LLM_MODEL": "qwen2.5:7b",
+        "SARAG_LLM_API_KEY": "sk-secret",
+        "SARAG_LLM_MODE": "Markdown_JSON",
+        "SARAG_LLM_TIMEOUT_S": "12.5",
+    }
+    s = LLMSettings.from_config(Settings.load(environ=env).llm)
     assert s is not None
     assert (s.base_url, s.model, s.api_key, s.mode, s.timeout_s) == ("http://localhost:11434/v1", "qwen2.5:7b", "sk-secret", "markdown-json", 12.5)
     assert "sk-secret" not in repr(s)
 
-    d = LLMSettings.from_env({"SARAG_LLM_BASE_URL": "http://h/v1", "SARAG_LLM_MODEL": "m"})
+    d = LLMSettings.from_config(Settings.load(environ={"SARAG_LLM_BASE_URL": "http://h/v1", "SARAG_LLM_MODEL": "m"}).llm)
     assert (d.api_key, d.mode, d.timeout_s, d.max_retries, d.max_validation_retries) == ("not-needed", "tools", 60, 4, 2)
-    assert LLMSettings.from_env({"SARAG_LLM_BASE_URL": "http://h/v1", "SARAG_LLM_MODEL": "m", "SARAG_LLM_MODE": "json-schema"}).mode == "json_schema"
-
-
-@pytest.mark.parametrize(
-    "env,match",
-    [
-        ({"SARAG_LLM_MODE": "xml"}, "SARAG_LLM_MODE.*xml.*tools, json_schema, json, markdown-json"),
-        ({"SARAG_LLM_TIMEOUT_S": "soon"}, "SARAG_LLM_TIMEOUT_S"),
-        ({"SARAG_LLM_TIMEOUT_S": "0"}, "SARAG_LLM_TIMEOUT_S"),
-        ({"SARAG_LLM_MAX_RETRIES": "-1"}, "SARAG_LLM_MAX_RETRIES"),
-        ({"SARAG_LLM_MODEL": ""}, "SARAG_LLM_MODEL"),
-    ],
-)
-def test_settings_from_env_rejects_bad_values(env, match):
-    base = {"SARAG_LLM_BASE_URL": "http://h/v1", "SARAG_LLM_MODEL": "m"}
-    with pytest.raises(ValueError, match=match):
-        LLMSettings.from_env({**base, **env})
 
 
 def test_settings_reject_a_bad_mode_directly():
     with pytest.raises(ValueError, match="unknown LLM mode"):
         LLMSettings(base_url="http://h/v1", model="m", mode="functions")
-
-
-def test_from_env_reads_os_environ(monkeypatch):
-    monkeypatch.delenv("SARAG_LLM_BASE_URL", raising=False)
-    assert LLMSettings.from_env() is None
-    monkeypatch.setenv("SARAG_LLM_BASE_URL", "http://h/v1")
-    monkeypatch.setenv("SARAG_LLM_MODEL", "m")
-    monkeypatch.setenv("SARAG_LLM_MODE", "json")
-    assert LLMSettings.from_env().mode == "json"
 
 
 # --------------------------------------------------------------------------------------------------

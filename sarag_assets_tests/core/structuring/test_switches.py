@@ -24,7 +24,6 @@ from sarag_assets.core.structuring.tables import (
     validated_row_records,
 )
 from sarag_assets.core.warehouse import conform, empty_frame
-from sarag_assets.settings import StructuringSwitches
 
 
 @pytest.fixture(scope="module")
@@ -52,18 +51,6 @@ BILLING_CHATS = [
 
 def candidates(conversations, backend):
     return candidate_schema_rows("b", [(c, f"h-{c.dialogue_id}") for c in conversations], backend).frame
-
-
-def test_switches_read_the_environment(monkeypatch):
-    monkeypatch.delenv("SARAG_GOVERNANCE", raising=False)
-    monkeypatch.delenv("SARAG_GATES", raising=False)
-    assert StructuringSwitches.from_env() == StructuringSwitches("governed", True)
-    monkeypatch.setenv("SARAG_GOVERNANCE", "Fixed")
-    monkeypatch.setenv("SARAG_GATES", "off")
-    assert StructuringSwitches.from_env() == StructuringSwitches("fixed", False)
-    monkeypatch.setenv("SARAG_GOVERNANCE", "none")
-    with pytest.raises(ValueError, match="SARAG_GOVERNANCE"):
-        StructuringSwitches.from_env()
 
 
 def test_fixed_schema_replaces_an_evolved_metadata_as_a_new_version(backend):
