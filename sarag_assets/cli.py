@@ -301,14 +301,19 @@ def cmd_eval(args) -> int:
 
         root = Path(tempfile.mkdtemp(prefix="sarag-eval-"))
     try:
-        run = evaluate(args.corpus, args.queries, root, k=args.k, systems=args.systems,
+        run = evaluate(args.corpus, args.queries, root, k=args.k, systems=args.systems, truth=args.truth,
                        log=lambda line: print(f"[eval] {line}", file=sys.stderr, flush=True))
     except (EvalError, EvalFileError) as exc:
         raise CliError(str(exc)) from None
     print(render_table(run.report))
     reports = root / "reports"
     reports.mkdir(parents=True, exist_ok=True)
-    (reports / "eval.md").write_text(render_markdown(run.report, title=f"sarag eval: {Path(args.corpus).name}"))
+    markdown = render_markdown(run.report, title=f"sarag eval: {Path(args.corpus).name}")
+    if run.fidelity is not None:
+        print("\n" + run.fidelity.render())
+        (reports / "fidelity.json").write_text(json.dumps(run.fidelity.as_dict(), indent=1) + "\n")
+        markdown += "\n```\n" + run.fidelity.render() + "\n```\n"
+    (reports / "eval.md").write_text(markdown)
     render_bar_chart(run.report, reports / "eval_r3.png")
     if args.json:
         run.report.write_json(args.json)
@@ -393,6 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--systems", help="comma-separated systems (default: all but the only_<channel> ones, e.g. only_issue)")
     p.add_argument("--json", metavar="OUT.json", help="also write the report as JSON")
+    p.add_argument("--truth", help="a truth file of issues for the fidelity of the problem and resolution cells "
+                   "(default: truth.jsonl beside the corpus, when it holds issues)")
     p.set_defaults(func=cmd_eval)
     return parser
 

@@ -542,3 +542,23 @@ def home_summary(con: duckdb.DuckDBPyConnection) -> dict:
 def cluster_assignments(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Every stored cluster assignment (read-only connections welcome: no schema change)."""
     return con.execute("SELECT * FROM cluster_assignments").pl()
+
+
+def problem_and_resolution(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[str | None, str | None]]:
+    """dialogue id -> (its `problem` cell, its `resolution` cell) in conversation_table; None where M* has
+    no such column or the cell is null."""
+    names, rows = wide_rows(con, ["problem", "resolution"])
+    out = {}
+    for row in rows:
+        cells = dict(zip(names, row[1:]))
+        out[row[0]] = (cells.get("problem"), cells.get("resolution"))
+    return out
+
+
+def current_dialogue_turns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tuple[str, str]]]:
+    """dialogue id -> its current (role, redacted text) turns in order."""
+    out: dict[str, list[tuple[str, str]]] = {}
+    for dialogue_id, role, text in con.execute(
+            "SELECT dialogue_id, role, text FROM current_dialogues ORDER BY dialogue_id, turn_index").fetchall():
+        out.setdefault(dialogue_id, []).append((role, text))
+    return out

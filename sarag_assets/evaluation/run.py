@@ -70,10 +70,15 @@ class EvalRun:
     report: object  # report.EvalReport
     home: Path
     ablation_homes: dict[str, Path]
+    fidelity: object | None = None  # fidelity.FidelityReport, when the set has a truth file of issues
 
 
 def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | os.PathLike, *, k: int = 10,
-             systems: Sequence[str] | None = None, log: Callable[[str], None] = lambda _: None) -> EvalRun:
+             systems: Sequence[str] | None = None, truth: str | os.PathLike | None = None,
+             log: Callable[[str], None] = lambda _: None) -> EvalRun:
+    """`truth`: a truth file of issues (default: `truth.jsonl` beside the corpus, when it holds issues)
+    for the fidelity of the problem and resolution cells (`evaluation.fidelity`)."""
+    from sarag_assets.evaluation.fidelity import TruthFileError, home_fidelity, load_truth
     from sarag_assets.evaluation.queries import check_gold, load_corpus, load_queries
 
     corpus, queries_path, root = Path(corpus), Path(queries), Path(home).resolve()
@@ -94,4 +99,18 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
             log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
             ingest(homes[name], corpus, ABLATIONS[name])
     report = score_systems(root, eval_queries, names, k=k, ablation_homes=homes, ingest_s=ingest_s, log=log)
-    return EvalRun(report, root, homes)
+    truth_path = Path(truth) if truth is not None else corpus.parent / "truth.jsonl"
+    fidelity = None
+    if truth is not None or truth_path.is_file():
+        try:
+            issues = load_truth(truth_path)
+        except (OSError, TruthFileError) as exc:
+            raise EvalError(str(exc)) from None
+        if issues is None and truth is not None:
+            raise EvalError(f"{truth_path}: not a truth file of issues (problem, fix, dialogue_ids per line)")
+        if issues:
+            from sarag_assets.core.encoding.embedder import default_embedder
+
+            log(f"fidelity of the problem and resolution cells against {truth_path}")
+            fidelity = home_fidelity(root / "warehouse.duckdb", issues, default_embedder().encode)
+    return EvalRun(report, root, homes, fidelity)

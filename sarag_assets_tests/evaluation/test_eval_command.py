@@ -22,8 +22,13 @@ def _eval(*args):
 def test_eval_on_a_real_fixture_set_reports_every_system(tmp_path):
     corpus, queries = EVAL_DATA / "abcd" / "corpus.jsonl", EVAL_DATA / "abcd" / "queries.jsonl"
     out = tmp_path / "report.json"
+    ids = [json.loads(line)["dialogue_id"] for line in corpus.open()]
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text(json.dumps({"issue": "returns", "problem": "The customer wants to return an item",
+                                 "fix": "The agent starts the return and sends a shipping label",
+                                 "dialogue_ids": ids + ["not-in-the-corpus"]}) + "\n")
     result = _eval("--corpus", str(corpus), "--queries", str(queries), "--home", str(tmp_path / "home"),
-                   "--json", str(out))
+                   "--json", str(out), "--truth", str(truth))
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(out.read_text())
     assert set(report) >= {"n_dialogues", "n_queries", "systems", "timings"}
@@ -40,6 +45,13 @@ def test_eval_on_a_real_fixture_set_reports_every_system(tmp_path):
     assert all(name in result.stdout for name in SYSTEMS)
     home = tmp_path / "home"
     assert (home / "reports" / "eval.md").exists() and (home / "reports" / "eval_r3.png").stat().st_size > 0
+    # the fidelity of the problem and resolution cells, against the truth file given
+    fidelity = json.loads((home / "reports" / "fidelity.json").read_text())
+    assert fidelity["groups"]["all"]["n"] == len(ids) and fidelity["missing"] == ["not-in-the-corpus"]
+    assert sorted(c["dialogue_id"] for c in fidelity["conversations"]) == sorted(ids)
+    assert all(-1.0 <= c[m] <= 1.0 for c in fidelity["conversations"]
+               for m in ("problem", "first_user_turn", "resolution", "last_helper_turn"))
+    assert "Fidelity of the problem and resolution cells" in result.stdout
     import duckdb
 
     from sarag_assets.core.structuring.governance import FIXED_SCHEMA
