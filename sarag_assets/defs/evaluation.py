@@ -76,7 +76,7 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
             notes.append(f"{benchmark.name}: its corpus was not landed in this home")
             continue
         with warehouse.connect(home.warehouse) as con:
-            metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+            metadata = structuring.current_metadata(con, settings)
             raw = warehouse.current_rows(con, "raw_dialogues", batch_keys).sort("dialogue_id", "turn_index")
             rows = warehouse.current_rows(con, "validated_rows", batch_keys)
         if raw.height == 0:
@@ -137,7 +137,7 @@ def preference_pairs(context: dg.AssetExecutionContext, sarag_home: SaragHome, s
     home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
         warehouse.ensure_schema(con)
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        metadata = structuring.current_metadata(con, settings)
         rows = warehouse.current_rows(con, "validated_rows")
         raw = warehouse.current_rows(con, "raw_dialogues").sort("dialogue_id", "turn_index")
     current = rows.filter(pl.col("metadata_version") == metadata.version)

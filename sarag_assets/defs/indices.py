@@ -16,7 +16,6 @@ from sarag_assets.core.indices.documents import (
 )
 from sarag_assets.core.indices.store import IndexStore, vector_health
 from sarag_assets.core.indices.value_mentions import count_mentions, table_cells
-from sarag_assets.core.structuring import governance
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import (
@@ -54,7 +53,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
     settings = sarag_home.settings()
     home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        metadata = structuring.current_metadata(con, settings)
         rows = _current_table(con, [c.name for c in metadata.columns])
         stored = warehouse.latest_cluster_model(con)
         previous_assignments = warehouse.read_table(con, "cluster_assignments")
@@ -97,7 +96,7 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     settings = sarag_home.settings()
     home = settings.paths.ensure()
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        metadata = structuring.current_metadata(con, settings)
         names = [c.name for c in metadata.columns]
         cells, n_rows = table_cells(con, names)
         texts = warehouse.conversation_texts(con)
@@ -134,7 +133,7 @@ def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
     home = settings.paths.ensure()
     key = context.partition_key
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        metadata = structuring.current_metadata(con, settings)
         columns = [c.name for c in metadata.columns]
         current_ids = warehouse.current_dialogue_ids(con, key)
         table = warehouse.conversation_table(con, key)

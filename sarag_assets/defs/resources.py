@@ -68,6 +68,12 @@ class Structuring(dg.ConfigurableResource):
     def column_min_support(self, settings: Settings) -> int:
         return self.min_support or settings.min_column_support
 
+    def current_metadata(self, con, settings: Settings):
+        """The newest saved M*, with this deployment's capacity and minimum support."""
+        from sarag_assets.core.structuring import governance
+
+        return governance.current_metadata(con, self.metadata_capacity(settings), self.column_min_support(settings))
+
     def governance_mode(self, settings: Settings) -> str:
         mode = self.governance.strip().lower() or settings.governance
         if mode not in ("governed", "fixed"):

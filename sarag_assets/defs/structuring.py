@@ -81,7 +81,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     backend = structuring.backend(settings, stats)
     mode = structuring.governance_mode(settings)
     with warehouse.connect(home.warehouse) as con:
-        before = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        before = structuring.current_metadata(con, settings)
         latest_version = max(before.version, warehouse.latest_metadata_version(con))
         last_governed = governance.last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
         # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
@@ -162,7 +162,7 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     key = context.partition_key
     gates = structuring.gates_on(settings)
     with warehouse.connect(home.warehouse) as con:
-        metadata = governance.current_metadata(con, structuring.metadata_capacity(settings), structuring.column_min_support(settings))
+        metadata = structuring.current_metadata(con, settings)
         raw = warehouse.read_batch(con, "raw_dialogues", key)
         existing = warehouse.read_batch(con, "validated_rows", key)
     result = validated_row_records(key, conversations_from_raw(raw), metadata, existing, backend, gates=gates)
