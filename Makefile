@@ -15,10 +15,10 @@ install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --no-cache-dir --upgrade pip
 	# CPU build from the local wheel; an unpinned torch would pull gigabytes of CUDA packages.
-	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --no-cache-dir torch==2.13.0
+	$(BIN)/pip install --quiet --no-cache-dir -e '.[dev]'
 	touch $@
 
 demo: install
