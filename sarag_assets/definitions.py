@@ -41,6 +41,11 @@ from sarag_assets.defs.structuring import (
     governed_metadata,
     validated_rows,
 )
+from sarag_assets.settings import Settings
+
+# An invalid setting stops the code location from loading, with the one-line reason, rather than failing
+# the first run; each run reads the settings again when it starts (defs/resources.py).
+Settings.load()
 
 defs = dg.Definitions(
     assets=[

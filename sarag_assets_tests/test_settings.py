@@ -102,3 +102,20 @@ def test_the_default_file_loads_to_the_defaults_and_names_every_setting(tmp_path
     for name in Settings.model_fields:
         if name not in ("home", "llm"):
             assert f"# {name} = " in text and f"SARAG_{name.upper()}" in text
+
+
+def test_an_invalid_setting_stops_the_dagster_code_location_from_loading(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SARAG_HOME": str(tmp_path), "SARAG_METADATA_CAPACITY": "lots"}
+    result = subprocess.run([sys.executable, "-c", "import sarag_assets.definitions"], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "sarag_assets.settings.SettingsError: invalid setting SARAG_METADATA_CAPACITY = 'lots': "
+        "Input should be a valid integer, unable to parse string as an integer")
+    env["SARAG_METADATA_CAPACITY"] = "12"
+    assert subprocess.run([sys.executable, "-c", "import sarag_assets.definitions"], env=env,
+                          capture_output=True, timeout=300).returncode == 0
