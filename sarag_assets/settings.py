@@ -31,14 +31,28 @@ class SettingsError(ValueError):
     """An invalid setting: the message is one line naming it and its source."""
 
 
-def _bool(value: Any) -> Any:
-    if isinstance(value, str):
-        lowered = value.strip().lower()
-        if lowered in ("1", "true", "yes", "on"):
-            return True
-        if lowered in ("0", "false", "no", "off"):
-            return False
-    return value
+# Spellings of the LLM modes (case and '-' vs '_' aside) -> the canonical name; the LLM client reads it too.
+LLM_MODE_ALIASES = {
+    "tools": "tools",
+    "tool": "tools",
+    "json_schema": "json_schema",
+    "jsonschema": "json_schema",
+    "json": "json",
+    "markdown_json": "markdown-json",
+    "md_json": "markdown-json",
+    "mdjson": "markdown-json",
+}
+
+
+def canonical_llm_mode(value: Any) -> Any:
+    """The canonical name of an LLM mode spelling; anything else is returned as it is (and refused later)."""
+    if not isinstance(value, str):
+        return value
+    return LLM_MODE_ALIASES.get(value.strip().lower().replace("-", "_"), value)
+
+
+def _blank_is_none(value: Any) -> Any:
+    return None if isinstance(value, str) and not value.strip() else value
 
 
 class LLMConfig(BaseModel):
@@ -55,15 +69,8 @@ class LLMConfig(BaseModel):
     max_retries: int = Field(4, ge=0, description="retries on 429, 5xx and timeouts (exponential backoff)")
     max_validation_retries: int = Field(2, ge=0, description="re-asks with the validation error after invalid output")
 
-    @field_validator("base_url", "model", mode="before")
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
-
-    @field_validator("mode", mode="before")
-    @classmethod
-    def _mode_spelling(cls, value: Any) -> Any:
-        return value.strip().lower().replace("_json", "-json") if isinstance(value, str) else value
+    _unset_when_blank = field_validator("base_url", "model", mode="before")(_blank_is_none)
+    _mode_spelling = field_validator("mode", mode="before")(canonical_llm_mode)
 
 
 class Settings(BaseModel):
@@ -86,20 +93,12 @@ class Settings(BaseModel):
     exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
-    @field_validator("redact", "gates", mode="before")
-    @classmethod
-    def _on_off(cls, value: Any) -> Any:
-        return _bool(value)
-
     @field_validator("governance", "query_runtime", mode="before")
     @classmethod
     def _lowercase(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
 
-    @field_validator("embedding_model", mode="before")
-    @classmethod
-    def _blank_is_unset(cls, value: Any) -> Any:
-        return None if isinstance(value, str) and not value.strip() else value
+    _unset_when_blank = field_validator("embedding_model", mode="before")(_blank_is_none)
 
     @staticmethod
     def load(home: str | os.PathLike | None = None, environ: Mapping[str, str] | None = None) -> "Settings":
@@ -121,15 +120,16 @@ class Settings(BaseModel):
                 else:
                     values[key] = value
                     sources[key] = f"{config} {key}"
+        # A variable set to blank counts as unset, as it always has.
         for name in _TOP_LEVEL:
-            raw = env.get(_env_name(name))
-            if raw is not None and raw.strip():
-                values[name] = raw.strip()
+            raw = env.get(_env_name(name), "").strip()
+            if raw:
+                values[name] = raw
                 sources[name] = _env_name(name)
         for name in LLMConfig.model_fields:
-            raw = env.get(_env_name(f"llm_{name}"))
-            if raw is not None:
-                values.setdefault("llm", {})[name] = raw.strip()
+            raw = env.get(_env_name(f"llm_{name}"), "").strip()
+            if raw:
+                values.setdefault("llm", {})[name] = raw
                 sources[f"llm.{name}"] = _env_name(f"llm_{name}")
         values["home"] = root
         try:

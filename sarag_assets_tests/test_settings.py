@@ -52,6 +52,10 @@ def test_defaults_then_the_file_then_the_environment(tmp_path):
     env = {"SARAG_BATCH_SIZE": "7", "SARAG_GATES": "on", "SARAG_LLM_MODE": "Markdown_JSON", "SARAG_GOVERNANCE": "Fixed"}
     both = Settings.load(tmp_path, environ=env)
     assert (both.batch_size, both.gates, both.llm.mode, both.governance) == (7, True, "markdown-json", "fixed")
+    spelled = {"SARAG_LLM_MODE": "json-schema", "SARAG_REDACT": "off", "SARAG_GATES": "yes", "SARAG_LLM_API_KEY": " "}
+    assert [getattr(Settings.load(tmp_path, environ=spelled), k) for k in ("redact", "gates")] == [False, True]
+    assert Settings.load(tmp_path, environ=spelled).llm.mode == "json_schema"
+    assert Settings.load(tmp_path, environ=spelled).llm.api_key == "not-needed"  # blank = unset
 
 
 def test_the_home_comes_from_the_argument_then_sarag_home(tmp_path):
@@ -72,6 +76,7 @@ def test_the_home_comes_from_the_argument_then_sarag_home(tmp_path):
         ({"SARAG_LLM_TIMEOUT_S": "0"}, r"SARAG_LLM_TIMEOUT_S"),
         ({"SARAG_LLM_MAX_RETRIES": "-1"}, r"SARAG_LLM_MAX_RETRIES"),
         ({"SARAG_LLM_BASE_URL": "http://h/v1"}, r"SARAG_LLM_MODEL.*must be set"),
+        ({"SARAG_LLM_BASE_URL": "http://h/v1", "SARAG_LLM_MODEL": "  "}, r"SARAG_LLM_MODEL.*must be set"),
     ],
 )
 def test_a_bad_value_is_one_line_naming_its_source(tmp_path, env, match):

@@ -4,6 +4,7 @@ ConfigurableResource; the settings are read once per run (`SaragHome`) and hande
 import dagster as dg
 from pydantic import PrivateAttr
 
+from sarag_assets.core.structuring import governance
 from sarag_assets.settings import Home, Settings
 
 # Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
@@ -70,8 +71,6 @@ class Structuring(dg.ConfigurableResource):
 
     def current_metadata(self, con, settings: Settings):
         """The newest saved M*, with this deployment's capacity and minimum support."""
-        from sarag_assets.core.structuring import governance
-
         return governance.current_metadata(con, self.metadata_capacity(settings), self.column_min_support(settings))
 
     def governance_mode(self, settings: Settings) -> str:

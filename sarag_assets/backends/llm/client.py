@@ -42,6 +42,8 @@ import openai
 from instructor.core import IncompleteOutputException, InstructorRetryException
 from pydantic import BaseModel, ValidationError
 
+from sarag_assets.settings import canonical_llm_mode
+
 if TYPE_CHECKING:
     from sarag_assets.backends.llm.cache import CallCache
     from sarag_assets.settings import LLMConfig
@@ -57,16 +59,6 @@ MODES: dict[str, instructor.Mode] = {
     "json": instructor.Mode.JSON,
     "markdown-json": instructor.Mode.MD_JSON,
 }
-_MODE_ALIASES = {
-    "tools": "tools",
-    "tool": "tools",
-    "json_schema": "json_schema",
-    "jsonschema": "json_schema",
-    "json": "json",
-    "markdown_json": "markdown-json",
-    "md_json": "markdown-json",
-    "mdjson": "markdown-json",
-}
 
 DEFAULT_DATA_TAG = "conversation"
 _TAG_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -74,10 +66,10 @@ _TAG_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def normalize_mode(value: str) -> str:
     """The canonical mode name for a setting value; ValueError naming the choices otherwise."""
-    key = str(value).strip().lower().replace("-", "_")
-    if key not in _MODE_ALIASES:
+    mode = canonical_llm_mode(str(value))
+    if mode not in MODES:
         raise ValueError(f"unknown LLM mode {value!r}: choose one of {', '.join(MODES)}")
-    return _MODE_ALIASES[key]
+    return mode
 
 
 # ---------------------------------------------------------------------------------------------------
