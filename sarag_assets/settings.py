@@ -83,7 +83,8 @@ class Settings(BaseModel):
     redact: bool = Field(True, description="replace names, mentions, e-mails, phones and IPs in the text")
     max_record_bytes: int = Field(5 * 1024 * 1024, gt=0, description="a line or record larger than this is quarantined unparsed")
     metadata_capacity: int = Field(20, gt=0, description="most columns in the governed metadata M*")
-    min_column_support: int = Field(2, gt=0, description="conversations that must propose a new concept before it becomes a column")
+    min_column_support: int = Field(2, gt=0, description="conversations that must propose a new concept before it becomes a column, at least")
+    min_column_share: float = Field(0.05, ge=0, le=1, description="share of the corpus that must propose a new concept before it becomes a column (min_column_support is the floor)")
     governance: Literal["governed", "fixed"] = Field(
         "governed", description="ablation switch: fixed installs a hand-written support schema instead of M*")
     gates: bool = Field(True, description="ablation switch: false keeps every extracted value (no semantic or structural gate)")

@@ -109,7 +109,10 @@ def metadata_rules(columns: list[dict], capacity: int) -> list[RuleOutcome]:
     ]
 
 
-def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold: float = 0.95) -> list[RuleOutcome]:
+MOSTLY_NULL = 0.8  # a column null in 80% of rows or more holds little for this corpus
+
+
+def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold: float = MOSTLY_NULL) -> list[RuleOutcome]:
     kept = stored.filter(pl.col("value").is_not_null())
     violating = kept.filter(~(pl.col("semantic_passed").fill_null(False) & pl.col("structural_passed").fill_null(False)))
     raw = stored.filter(pl.col("raw_value").is_not_null() & (pl.col("raw_value").str.strip_chars() != ""))
@@ -121,7 +124,7 @@ def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold
         stored.group_by("column_name").agg(pl.col("value").is_null().mean().alias("null_share")).sort("column_name")
         if stored.height else pl.DataFrame({"column_name": [], "null_share": []})
     )
-    sparse = per_column.filter(pl.col("null_share") > sparse_threshold)["column_name"].to_list()
+    sparse = per_column.filter(pl.col("null_share") >= sparse_threshold)["column_name"].to_list()
     return [
         RuleOutcome("values_pass_both_gates", violating.height == 0,
                     "every non-null value passed the semantic and the structural gate",
@@ -132,8 +135,9 @@ def validated_row_rules(stored: pl.DataFrame, n_failed: int, *, sparse_threshold
                      "nulled_by_semantic_gate": round(nulled_semantic / n_raw, 4) if n_raw else 0.0,
                      "nulled_by_structural_gate": round(nulled_structural / n_raw, 4) if n_raw else 0.0}),
         RuleOutcome("sparse_columns", not sparse,
-                    f"columns null in more than {sparse_threshold:.0%} of rows (candidates for DELETE)",
-                    {"sparse_columns": ", ".join(sparse), "count": len(sparse)}),
+                    f"columns null in at least {sparse_threshold:.0%} of the batch's rows (mostly null: candidates for DELETE)",
+                    {"sparse_columns": ", ".join(f"{name} ({share:.0%} null)" for name, share in per_column.filter(
+                        pl.col("null_share") >= sparse_threshold).iter_rows()), "count": len(sparse)}),
         RuleOutcome("structuring_failures", n_failed == 0, "conversations that failed structuring",
                     {"failed_conversations": n_failed}),
     ]

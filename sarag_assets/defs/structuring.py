@@ -89,6 +89,9 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         unseen = (warehouse.empty_frame("candidate_schemas") if mode == "fixed"
                   else warehouse.ungoverned_candidates(con))
         next_seq = warehouse.next_operation_seq(con)
+        corpus_size = len(warehouse.current_dialogue_ids(con))
+    before = before.model_copy(update={"min_support": governance.relative_min_support(
+        before.min_support, settings.min_column_share, corpus_size)})
     evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,
                        last_governed=last_governed, next_seq=next_seq)
     made_by = governance.FIXED_BACKEND if mode == "fixed" else backend.name
@@ -121,6 +124,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
             METADATA_FINGERPRINT: fingerprint,
             "columns": len(after.columns),
             "capacity": after.capacity,
+            "min_support": before.min_support,
             "conversations_governed": evolution.processed,
             "operations": dict(ops.group_by("operation").len().iter_rows()) if ops.height else {},
             "failed_conversations": len(evolution.failures),

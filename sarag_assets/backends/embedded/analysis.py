@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Sequence
 
 from sarag_assets.backends.embedded.codes import find_error_codes, find_error_messages, find_models
-from sarag_assets.backends.embedded.cues import instruction_score, problem_score, problem_statement
+from sarag_assets.backends.embedded.cues import instruction_score, problem_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
 from sarag_assets.backends.embedded.outcomes import _attempts_and_escalation, _resolution, _root_cause
 from sarag_assets.backends.embedded.products import _PRODUCT_SLOT, product_candidates
@@ -138,7 +138,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     an = Analysis(turns=turns, sentences=sentences)
     findings: list[Finding] = []
 
-    # problem statement: the best problem sentence among the first substantive user turns
+    # the problem turns (what column relevance is measured against): the first substantive user turns
     user_sents = [s for s in sentences if s.role == "user"]
     first = next((s.turn for s in user_sents if problem_score(s.text) >= 0.3 and len(_content_words(s.text)) >= 3), None)
     if first is None:
@@ -150,14 +150,6 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
             problem_turns.append(j)
             j += 1
         an.problem_turns = tuple(problem_turns)
-        cands = [s for s in user_sents if s.turn in problem_turns]
-        ranked = sorted(((problem_score(s.text) - 0.04 * k, k, s) for k, s in enumerate(cands)), key=lambda x: (-x[0], x[1]))
-        score, _, best = ranked[0]
-        score = problem_score(best.text)
-        if score >= 0.3:
-            text = problem_statement(best.text)
-            an.problem = Finding("problem", "problem", text, "string", round(min(0.9, 0.3 + score * 0.65), 2), best.turn, "user", best.text, text)
-            findings.append(an.problem)
         an.problem_text = " ".join(_strip_lead(turns[t][1]).strip() for t in problem_turns)[:600]
 
     # entities, per sentence
@@ -191,7 +183,8 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     findings += _shape_corrections(sentences, findings)
     _apply_corrections(findings)
 
-    # resolution, resolved, root cause, product
+    # the detectors' resolution and resolved (the pseudo-documents' fix step; the backend's cells come from
+    # `gist`), root cause, product
     findings += _resolution(turns, sentences, instr_scores)
     findings += _root_cause(sentences, an.problem_turns)
     findings += _attempts_and_escalation(sentences)

@@ -1,9 +1,10 @@
 """The embedded structuring backend: deterministic, offline, built from real signals. No Dagster.
 
-It does the jobs an LLM backend does, from what the detectors of this package find (speaker roles,
-sentence position, cue words, regular patterns, "key: value" and "my X is Y" statements, answers to the
-agent's questions) and from sentence-embedding similarity with the packaged all-MiniLM-L6-v2 model. It
-never pretends to be an LLM: every record it produces carries ``backend = "embedded/1"``.
+It does the jobs an LLM backend does, from what the detectors of this package find (regular patterns,
+"key: value" and "my X is Y" statements, answers to the agent's questions), from roles and turn structure,
+and from sentence embeddings (all-MiniLM-L6-v2): the problem, resolution and resolved cells come from
+`gist` (centrality and MMR over the asker's sentences; the answer the asker accepts). It never pretends to
+be an LLM: every record it produces carries ``backend = "embedded/1"``.
 
 How each step works:
 
@@ -54,6 +55,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sarag_assets.backends.embedded.analysis import analyze
+from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
 from sarag_assets.backends.embedded.columns import (
     _CORE_MEANINGS,
     _FREE_TEXT_MIN,
@@ -130,8 +132,9 @@ class EmbeddedBackend:
     def _encode(self, texts: list[str]) -> np.ndarray:
         return np.asarray(self.embedder.encode(texts), dtype=np.float32)
 
-    def analysis(self, conversation: ConversationInput) -> Analysis:
-        """The detectors' findings for a conversation (memoized by content)."""
+    def analysis(self, conversation: ConversationInput, *, gist: bool = True) -> Analysis:
+        """The detectors' findings (memoized by content), with the gist's problem and resolution unless
+        `gist=False` (the detectors alone, no model call)."""
         h = hashlib.sha256()
         h.update(conversation.dialogue_id.encode("utf-8", "replace"))
         for t in conversation.turns:
@@ -141,12 +144,14 @@ class EmbeddedBackend:
             an = self._cache.get(key)
             if an is not None:
                 self._cache.move_to_end(key)
-                return an
-        an = analyze([(t.role, t.text) for t in conversation.turns])
-        with self._lock:
-            self._cache[key] = an
-            while len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        if an is None:
+            an = analyze([(t.role, t.text) for t in conversation.turns])
+            with self._lock:
+                self._cache[key] = an
+                while len(self._cache) > self._cache_size:
+                    self._cache.popitem(last=False)
+        if gist and not an.gist_applied:
+            apply_gist(an, self._encode)
         return an
 
     @staticmethod
@@ -476,16 +481,16 @@ class EmbeddedBackend:
         ]
         problem = an.problem.value if an.problem is not None else self._problem_text(an)
         return CandidateSchema(
-            dialogue_id=conversation.dialogue_id, problem=_sentence(problem), columns=columns, backend=self.name
+            dialogue_id=conversation.dialogue_id, problem=" ".join((problem or "").split())[:300], columns=columns, backend=self.name
         )
 
     def _candidate_schema_texts(self, conversation: ConversationInput) -> list[str]:
         """Every text `candidate_schema` encodes for this conversation, without encoding any: the
         problem statement and the "name: meaning" of each column left after the lexical merge (the
         similarity merge and the scores only use a subset of them)."""
-        an = self.analysis(conversation)
+        an = self.analysis(conversation, gist=False)
         kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
-        return [self._problem_text(an)] + [self._desc(c) for c in kept]
+        return gist_texts(an.turns, an.sentences) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
     def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
         """Encode, in one batched model call, every text the next `step` calls for these conversations
@@ -591,8 +596,3 @@ class EmbeddedBackend:
 def _short(v: str, n: int = 40) -> str:
     v = " ".join(v.split())
     return v if len(v) <= n else v[: n - 1] + "…"
-
-
-def _sentence(text: str) -> str:
-    t = " ".join((text or "").split())
-    return t[:300]

@@ -377,20 +377,6 @@ _BACKGROUND = re.compile(
 )
 
 
-def problem_statement(sentence: str) -> str:
-    """The problem sentence without the discourse lead-in and the affect around it ("So basically my
-    printer won't print, and it's driving me crazy." -> "my printer won't print."); the sentence as it
-    is when nothing would remain."""
-    s = _strip_lead(sentence).strip()
-    core = _FRAME_LEAD.sub("", s).strip()
-    cut = _FRAME_TAIL.sub("", core).strip()
-    if cut != core:
-        cut = cut.rstrip(" ,;:.!?…")  # "X, and it's driving me crazy." -> "X" (still a verbatim span)
-    if len(_content_words(cut)) < 2:
-        return s
-    return cut
-
-
 _CAUSE = re.compile(
     r"\b(?:(?:is|was|were|are|being|been)\s+caused\s+by|caused\s+by|due\s+to|because(?:\s+of)?|the\s+reason\s+(?:is|was)(?:\s+that)?|"
     r"(?:the\s+)?(?:root\s+)?cause\s+(?:is|was)(?:\s+that)?|(?:the\s+)?(?:problem|issue|culprit)\s+(?:is|was)\s+(?:that\s+)?(?=the|a|an|your|its|it)|"

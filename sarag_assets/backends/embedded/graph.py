@@ -1,23 +1,27 @@
-"""The dialogue graph (DialogueGraph): issue and answer nodes per unit, edges by how a later unit relates
-to an earlier one (refines, elaborates, new issue), from embeddings and the unit's details.
+"""The dialogue graph (DialogueGraph): issue-solution units as nodes, and edges for how a later unit
+relates to an earlier one (refines, elaborates), from the thread's structure, roles and embeddings.
+
+**Units.** The first unit opens at the asker's first turn that states something. After a helper has
+replied, every asker turn opens a new unit, except an acknowledgement (nothing but fillers and "that
+worked"); consecutive asker turns stay together. A substantive answer by a *different* helper than the
+one(s) who already answered in the unit opens a unit of its own (forums have several helpers); its issue
+is the one it answers. A two-turn exchange is one unit.
 
 **Edges** (source = the later unit, target = an earlier one; at most one per unit, first rule wins):
 
-1. the unit opened with a topic shift or "never mind" -> none;
-2. a correction or narrowing cue ("actually", "I meant", "sorry, it's", "X, not Y", "to be precise",
-   "more specifically", "it only happens when"), not about an identifier -> ``refines`` the most
-   similar earlier unit (embedding similarity of the issues);
-3. a clarifying question about the previous answer ("how do I ...?", "where is ...?", "what do you
-   mean ...?", "what if ...?", "does that apply ...?") that refers back to it (a pronoun, a shared
-   content word, or embedding similarity with that answer >= ELABORATE_SIM) -> ``elaborates`` it;
-4. a short elliptical follow-up question ("And for PayPal?", "What about the app?") -> ``elaborates``
-   the previous unit;
-5. the agent's answer continues its earlier instructions ("Next, ...", "After that, ...", "If that
-   doesn't work, ...") -> ``elaborates`` the previous unit;
-6. the user reports that the suggested step failed and states a new symptom -> ``refines`` it;
-7. the unit restates an earlier issue: embedding similarity >= REFINE_SIM, or >= REFINE_SIM_WITH_DETAIL
-   with a new detail (a token with a digit, a capitalized name, a detected entity) -> ``refines`` it;
-8. otherwise unconnected (a topic shift or a second issue).
+1. another helper's answer -> ``elaborates`` the unit it adds to;
+2. the unit opened with a topic shift or "never mind" -> none;
+3. the English cue rules: a correction or narrowing ("actually", "X, not Y", "it only happens when")
+   ``refines`` the most similar earlier issue; a clarifying question about the previous answer, a short
+   elliptical follow-up ("And for PayPal?") or the helper continuing its instructions ("Next, ...")
+   ``elaborates`` it; a failure report with a new symptom ``refines`` it; a restatement (embedding
+   similarity >= REFINE_SIM, or >= REFINE_SIM_WITH_DETAIL with a new detail) ``refines`` it;
+4. structure, in any language: the asker replies to a helper's question (the previous unit has no
+   substantive answer) -> ``refines`` (the asker clarifies); the asker asks a question related to the
+   previous unit (embedding similarity with its issue or answer >= ELABORATE_SIM) -> ``elaborates``;
+   the asker reports back, briefly (<= SHORT_REPORT_WORDS words) or on the same subject (similarity >=
+   SAME_SUBJECT_SIM) -> ``refines``;
+5. otherwise unconnected (a second issue).
 """
 
 from __future__ import annotations
@@ -44,8 +48,13 @@ from sarag_assets.backends.embedded.phrasing import (
 )
 from sarag_assets.backends.embedded.segmentation import (
     _ENTITY_SIGNALS,
+    _agent_asked,
+    _agent_closed,
+    _next_agent_substantive,
+    _opens_unit,
     _prepare,
     _Prepared,
+    _substantive_agent,
     _Unit,
 )
 from sarag_assets.core.structuring.interface import (
@@ -79,6 +88,14 @@ def _unit_issue(p: _Prepared, u: _Unit) -> str:
     return _join(parts)
 
 
+def _issues(p: _Prepared, units: list[_Unit]) -> list[str]:
+    """Each unit's issue; a unit opened by another helper answers the issue of the unit before it."""
+    out: list[str] = []
+    for u in units:
+        out.append(out[-1] if u.cue == "helper" and out else _unit_issue(p, u))
+    return out
+
+
 def _unit_answer(p: _Prepared, u: _Unit) -> str:
     if not u.agent_turns:
         return ""
@@ -105,6 +122,56 @@ def _units_fallback(p: _Prepared) -> list[_Unit]:
     return [u]
 
 
+def _graph_units(p: _Prepared) -> list[_Unit]:
+    """The conversation's units (see the module docstring), from its classified sentences."""
+    conv = p.conv
+    turns = [(t.role, t.text) for t in conv.turns]
+    units: list[_Unit] = []
+    cur: _Unit | None = None
+    helper_replied = agent_asked = agent_closed = False
+    for ti, (role, text) in enumerate(turns):
+        sents = p.by_turn.get(ti, [])
+        if role != "user":
+            if cur is not None:
+                if _substantive_agent(sents) and _another_helper(p, cur, ti):
+                    cur = _Unit(start=ti, user_turns=[], agent_turns=[ti], end=ti, opening=[], cue="helper")
+                    units.append(cur)
+                else:
+                    cur.agent_turns.append(ti)
+                    cur.end = ti
+            agent_asked, agent_closed = _agent_asked(sents), _agent_closed(text)
+            helper_replied = cur is not None
+            continue
+        subst = [s for s in sents if not s.filler and (s.content >= 1 or s.clarify)]
+        if cur is None:
+            if any(s.issue_like or s.content >= 3 for s in subst):
+                cur = _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue="first")
+                units.append(cur)
+            continue
+        if not helper_replied or not subst or all(s.polarity > 0 and not s.question for s in subst):
+            cur.user_turns.append(ti)  # the asker goes on, or acknowledges
+            if cur.opening and cur.opening[-1] == ti - 1 and not helper_replied:
+                cur.opening.append(ti)
+            cur.end = ti
+            continue
+        helper_replied = False
+        cue = _opens_unit(subst, agent_asked, agent_closed, _next_agent_substantive(turns, p.by_turn, ti)) or "reply"
+        cur = _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue=cue)
+        units.append(cur)
+    for a, b in zip(units, units[1:]):
+        a.end = b.start - 1
+    if units:
+        units[-1].end = len(turns) - 1
+    return units
+
+
+def _another_helper(p: _Prepared, unit: _Unit, ti: int) -> bool:
+    """Turn `ti` is an answer by a helper other than those who already answered in `unit`."""
+    turns = p.conv.turns
+    answered_by = {turns[a].speaker for a in unit.agent_turns if _substantive_agent(p.by_turn.get(a, []))}
+    return bool(answered_by) and turns[ti].speaker not in answered_by
+
+
 def _entities_in(p: _Prepared, turns: set[int]) -> set[str]:
     out = set()
     for f in p.analysis.findings:
@@ -115,7 +182,9 @@ def _entities_in(p: _Prepared, turns: set[int]) -> set[str]:
 
 
 
-EMBED_CHARS = 300  # the start of a unit's issue or answer is what its embedding is made of
+EMBED_CHARS = 300
+SHORT_REPORT_WORDS = 12  # "still the same", "2.2.1+cpu", "läuft wieder": a report back, not a new issue
+SAME_SUBJECT_SIM = 0.25  # a longer report back still shares the subject; unrelated texts score near 0 with this model  # the start of a unit's issue or answer is what its embedding is made of
 
 
 class _Sims:
@@ -139,22 +208,11 @@ class _Sims:
 
     @staticmethod
     def wanted(p: _Prepared, units: list[_Unit], answers: list[str]) -> tuple[list[int], list[int]]:
-        """(units whose issue, units whose answer) some edge rule will compare."""
-        want_i: set[int] = set()
-        want_a: set[int] = set()
-        for j in range(1, len(units)):
-            cue = units[j].cue
-            if cue in ("shift", "abandon"):
-                continue
-            if cue in ("correction", "narrow"):
-                if j >= 2:
-                    want_i.update(range(j + 1))  # which earlier issue is corrected
-                continue
-            want_i.update(range(j + 1))
-            opening = [s for ti in units[j].opening for s in p.by_turn.get(ti, [])]
-            if answers[j - 1] and any(s.clarify for s in opening):
-                want_a.add(j - 1)
-        return sorted(want_i), sorted(want_a)
+        """(units whose issue, units whose answer) some edge rule may compare: all of them, once there
+        are two units."""
+        if len(units) < 2:
+            return [], []
+        return list(range(len(units))), [k for k in range(len(units) - 1) if answers[k]]
 
     def ii(self, j: int, i: int) -> float | None:
         if j in self.iv and i in self.iv:
@@ -179,6 +237,8 @@ def _edge_for(j: int, units: list[_Unit], issues: list[str], answers: list[str],
             return prev
         return max(scored)[1]
 
+    if u.cue == "helper":
+        return prev, "elaborates", "another helper adds to the earlier answer"
     if u.cue in ("shift", "abandon"):
         return None
     if u.cue in ("correction", "narrow"):
@@ -214,6 +274,22 @@ def _edge_for(j: int, units: list[_Unit], issues: list[str], answers: list[str],
             new |= _entities_in(p, set(u.user_turns)) - _entities_in(p, set(units[best].user_turns))
             if new:
                 return best, "refines", f"the user restates the earlier issue with new detail: {', '.join(sorted(new)[:3])} (similarity {sim:.2f})"
+    return _structural_edge(j, units, issues, sims, p)
+
+
+def _structural_edge(j: int, units: list[_Unit], issues: list[str], sims: _Sims, p: _Prepared) -> tuple[int, str, str] | None:
+    """Rule 4: what the asker's turn does after the helper's, from structure and embeddings alone."""
+    prev = j - 1
+    if not any(_substantive_agent(p.by_turn.get(a, [])) for a in units[prev].agent_turns):
+        return prev, "refines", "the user answers the helper's question"
+    related = max(sims.ii(j, prev) or 0.0, sims.ia(j, prev) or 0.0)
+    asks = any(s.question for ti in units[j].opening for s in p.by_turn.get(ti, []))
+    if asks and related >= ELABORATE_SIM:
+        return prev, "elaborates", f"the user asks about the previous answer (similarity {related:.2f})"
+    words = len(issues[j].split())
+    if not asks and (words <= SHORT_REPORT_WORDS or related >= SAME_SUBJECT_SIM):
+        return prev, "refines", "the user reports back on the previous answer" + (
+            f" (similarity {related:.2f})" if words > SHORT_REPORT_WORDS else "")
     return None
 
 
@@ -234,8 +310,8 @@ def dialogue_graph_texts(conv: ConversationInput) -> list[str]:
     """The texts `dialogue_graph(conv)` will encode (none for most conversations), without encoding
     them: a batch's texts can then be encoded in one call and served from the embedder's cache."""
     p = _prepare(conv)
-    units = p.units or _units_fallback(p)
-    issues = [_unit_issue(p, u) for u in units]
+    units = _graph_units(p) or _units_fallback(p)
+    issues = _issues(p, units)
     answers = [_unit_answer(p, u) for u in units]
     ii, aa = _Sims.wanted(p, units, answers)
     return _Sims.texts(ii, aa, issues, answers)
@@ -246,8 +322,8 @@ def dialogue_graph(conv: ConversationInput, *, backend_name: str, embedder: Any 
     docstring). `embedder` (anything with `encode(list[str]) -> array` of L2-normalized rows) defaults
     to the packaged model; it is called once, and only when there are two or more units."""
     p = _prepare(conv)
-    units = p.units or _units_fallback(p)
-    issues = [_unit_issue(p, u) for u in units]
+    units = _graph_units(p) or _units_fallback(p)
+    issues = _issues(p, units)
     answers = [_unit_answer(p, u) for u in units]
     sims = _Sims.build(p, units, issues, answers, embedder)
     nodes = [

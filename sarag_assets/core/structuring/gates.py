@@ -83,6 +83,9 @@ def _conversation_text(conversation: ConversationInput) -> str:
     return "\n".join(t.text for t in conversation.turns)
 
 
+EXCERPT_GAP = " … "  # joins the non-adjacent pieces of an extractive excerpt (a backend's quote of several sentences)
+
+
 def semantic_gate(
     value: str, column: MetadataColumn, conversation: ConversationInput, evidence: str | None = None
 ) -> tuple[bool, str]:
@@ -121,6 +124,9 @@ def semantic_gate(
 
     if norm_value in norm_text:
         return True, "value occurs verbatim in the conversation"
+    pieces = [normalize_text(p) for p in str(value).split(EXCERPT_GAP)]
+    if len(pieces) > 1 and all(p and p in norm_text for p in pieces):
+        return True, "every piece of the excerpt occurs verbatim in the conversation"
     words = _content_words(norm_value)
     if len(words) >= 4:
         best = max((_coverage(words, turn.text) for turn in conversation.turns), default=0.0)

@@ -20,6 +20,8 @@ operations that would break M* (unknown columns, over capacity). The rule:
 
 from __future__ import annotations
 
+import math
+
 import hashlib
 import json
 import re
@@ -319,6 +321,12 @@ def fixed_columns() -> list[MetadataColumn]:
 def is_fixed(metadata: GovernedMetadata) -> bool:
     """Whether `metadata` is the fixed schema (same column definitions), not an evolved M*."""
     return bool(metadata.columns) and fingerprint(metadata) == fingerprint(GovernedMetadata(columns=fixed_columns()))
+
+
+def relative_min_support(floor: int, share: float, corpus_size: int) -> int:
+    """Conversations that must propose a concept before it becomes a column: `share` of the corpus, never
+    fewer than `floor` (a 60-conversation set needs 2 or 3, a 100,000-conversation one thousands)."""
+    return max(floor, math.ceil(share * max(corpus_size, 0)))
 
 
 def current_metadata(con, capacity: int, min_support: int) -> GovernedMetadata:

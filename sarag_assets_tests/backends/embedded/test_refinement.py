@@ -9,6 +9,7 @@ import re
 import numpy as np
 import pytest
 
+from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.backends.embedded.graph import dialogue_graph
 from sarag_assets.backends.embedded.phrasing import (
     MAX_QUERY_WORDS,
@@ -178,7 +179,7 @@ def test_an_unanswered_question_is_a_node_with_an_empty_answer(embedder):
     assert (g.nodes[1].turn_start, g.nodes[1].turn_end) == (2, 2)
 
 
-def test_answers_to_the_agents_questions_and_greetings_stay_in_the_unit(embedder):
+def test_answering_the_agents_question_refines_and_greetings_and_acknowledgements_stay_in_the_unit(embedder):
     c = conv(
         "seat",
         U("hello"),
@@ -195,11 +196,78 @@ def test_answers_to_the_agents_questions_and_greetings_stay_in_the_unit(embedder
     )
     g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
     check_graph(g, c)
-    assert len(g.nodes) == 1 and g.edges == []
-    node = g.nodes[0]
-    assert (node.turn_start, node.turn_end) == (2, 10)
-    assert node.answer == "Done: you now have seat 14C, an aisle seat."
-    assert "hello" not in node.issue.lower()
+    assert [(n.turn_start, n.turn_end) for n in g.nodes] == [(2, 3), (4, 10)]
+    assert edges_of(g) == [("n1", "n0", "refines")]
+    assert "answers the helper's question" in g.edges[0].reason
+    assert g.nodes[1].answer == "Done: you now have seat 14C, an aisle seat."
+    assert "hello" not in g.nodes[0].issue.lower()
+
+
+def forum(dialogue_id: str, *turns: tuple[str, str, str]) -> ConversationInput:
+    """(speaker, role, text) turns: a thread with named participants."""
+    return ConversationInput(dialogue_id=dialogue_id, turns=[ConversationTurn(speaker=sp, role=r, text=t) for sp, r, t in turns])
+
+
+FORUM_THREADS = {
+    "en": forum(
+        "forum-en",
+        ("mara", "user", "My Lavana WM8 washing machine stops mid-cycle with the drum full of water and shows F05. "
+                         "I switched it off and on, it hums for a minute and shows F05 again."),
+        ("kjell", "agent", "F05 means the water does not drain in time. Clean the drain pump filter behind the small "
+                           "flap at the bottom right, and drain the water with the emergency hose first."),
+        ("mara", "user", "I opened the flap but there is no round cap behind it on my model, only a small hose."),
+        ("kjell", "agent", "On some WM8 batches the pump filter sits behind the full-width kick panel instead. "
+                           "Pull the bottom panel off from the left corner, the cap is behind it on the right."),
+        ("ines", "agent", "Same here last year. Put towels and a baking tray down before you unscrew the cap, a lot "
+                          "of water comes out, and check the filter for coins or hair clips."),
+        ("mara", "user", "Found the cap behind the panel, there was a sock in the filter. It drains and spins again. That fixed it, thanks!"),
+    ),
+    "de": forum(
+        "forum-de",
+        ("mara", "user", "Meine Lavana WM8 Waschmaschine bleibt mitten im Programm stehen, die Trommel ist voller "
+                         "Wasser und sie zeigt F05. Aus- und Einschalten hilft nicht, sie brummt nur kurz."),
+        ("kjell", "agent", "F05 bedeutet, dass das Wasser nicht rechtzeitig abläuft. Reinige das Flusensieb der "
+                           "Laugenpumpe hinter der kleinen Klappe unten rechts und lass das Wasser vorher über den "
+                           "Notablaufschlauch ab."),
+        ("mara", "user", "Hinter der Klappe ist bei meinem Modell kein runder Deckel, nur ein kleiner Schlauch."),
+        ("kjell", "agent", "Bei manchen WM8 sitzt das Sieb hinter der ganzen Sockelblende. Zieh die Blende von der "
+                           "linken Ecke ab, der Deckel ist dahinter rechts."),
+        ("ines", "agent", "Hatte ich letztes Jahr auch. Leg Handtücher und ein Backblech unter, bevor du den Deckel "
+                          "aufschraubst, da kommt viel Wasser, und schau im Sieb nach Münzen oder Haarklammern."),
+        ("mara", "user", "Deckel hinter der Blende gefunden, im Sieb steckte eine Socke. Sie pumpt wieder ab und schleudert. Das hat es gelöst, danke!"),
+    ),
+}
+
+
+@pytest.mark.parametrize("language", sorted(FORUM_THREADS))
+def test_a_forum_thread_with_two_helpers_and_a_follow_up(language, embedder):
+    c = FORUM_THREADS[language]
+    g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    check_graph(g, c)
+    # the question and the first answer; the asker's follow-up and the answer to it; the second helper's
+    # addition; the asker reporting back
+    assert [(n.turn_start, n.turn_end) for n in g.nodes] == [(0, 1), (2, 3), (4, 4), (5, 5)]
+    assert edges_of(g) == [("n1", "n0", "refines"), ("n2", "n1", "elaborates"), ("n3", "n2", "refines")]
+    assert all(e.reason for e in g.edges)
+    assert g.nodes[2].issue == g.nodes[1].issue  # the second helper answers the same follow-up
+    assert c.turns[4].text in g.nodes[2].answer
+
+
+@pytest.mark.parametrize("language", sorted(FORUM_THREADS))
+def test_a_forum_thread_gets_its_problem_and_the_accepted_answer(language):
+    c = FORUM_THREADS[language]
+    backend = EmbeddedBackend()
+    found = {f.signal: f for f in backend.analysis(c).findings if f.signal in ("problem", "resolution", "resolved")}
+    assert found["problem"].value.startswith(c.turns[0].text.split(".")[0])  # the asker's opening, in their words
+    assert found["problem"].role == "user"
+    resolution = found["resolution"]
+    # the answer the asker accepts (the one before their closing turn): the answer to the follow-up, with the
+    # second helper's addition; not the first answer, which did not fit their model
+    assert resolution.role == "agent" and resolution.turn == 4
+    assert resolution.value.split(" … ")[0] in c.turns[3].text + " " + c.turns[4].text
+    assert c.turns[1].text.split(".")[0] not in resolution.value
+    if language == "en":  # the English confirmation detector hears "It drains and spins again. That fixed it, thanks!"
+        assert found["resolved"].value == "true"
 
 
 def test_consecutive_user_turns_merge(embedder):

@@ -319,3 +319,29 @@ def test_last_governed_skips_fixed_schema_states(tmp_path):
         assert governance.last_governed(con) == EVOLVED
         save(con, GROWN)
         assert governance.last_governed(con) == GROWN
+
+
+# --- support relative to the corpus ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("floor, share, corpus, expected", [
+    (2, 0.05, 0, 2),  # an empty corpus: the floor
+    (2, 0.05, 30, 2),  # 1.5 conversations: the floor still
+    (2, 0.05, 60, 3),
+    (2, 0.05, 313, 16),
+    (2, 0.05, 100_000, 5000),
+    (3, 0.0, 100_000, 3),  # share 0: the absolute minimum alone, as before
+])
+def test_min_support_is_a_share_of_the_corpus_with_the_absolute_minimum_as_floor(floor, share, corpus, expected):
+    assert governance.relative_min_support(floor, share, corpus) == expected
+
+
+def test_a_concept_a_few_conversations_of_a_large_corpus_propose_stays_pending():
+    # 2 of 200 conversations propose city: enough for the old absolute minimum, not for 5% of the corpus
+    metadata = GovernedMetadata(min_support=governance.relative_min_support(2, 0.05, 200))
+    for i in range(2):
+        metadata, decision, _ = step(metadata, proposal(f"c{i}", scored("city")))
+    assert metadata.columns == [] and [p.support for p in metadata.pending] == [2]
+    for i in range(2, 10):
+        metadata, decision, _ = step(metadata, proposal(f"c{i}", scored("city")))
+    assert [c.name for c in metadata.columns] == ["city"]  # the tenth conversation is 5% of 200

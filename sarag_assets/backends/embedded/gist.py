@@ -1,0 +1,341 @@
+"""What a conversation is about and what fixed it, from roles, turn structure and sentence embeddings
+rather than cue words, so that it carries to any language the model reads.
+
+**Problem.** The asker's sentences (user turns up to the turn that closes the thread) are scored by how
+central they are to everything the asker wrote (cosine to the mean of their sentence vectors) and by how
+much the helpers answered them (cosine to the mean of the helpers' sentence vectors); the asker's opening
+turns and the first sentences get a small bonus, since that is where a problem is usually stated. Sentences are then picked by
+maximal marginal relevance (MMR) until `PROBLEM_CHARS`, dropping any that score below `KEEP_SHARE` of the
+best one (greetings, thanks and meta sentences score low on both counts), and quoted in conversation order.
+
+**Resolution.** A helper turn is an *answer* when it is not only questions and holds at least
+`MIN_ANSWER_WORDS` words; it is *substantive* when its similarity to the problem is at least `KEEP_SHARE`
+of the best answer's (a sign-off is not). The resolution is the substantive answer the asker accepts: the
+one before the asker's closing turn (their last turn after the last answer, a statement rather than a
+question or a new report), or, where the English confirmation detector hears an explicit "that worked", the
+answer before the first such turn. When the helpers have the last word it is their last substantive answer.
+Nothing resolved the problem (the cell stays null and `resolved` is false) when there is no answer, when the
+asker's last turn after the last answer asks or reports something new, when the asker says it failed, or
+when the helper escalated after the last answer.
+
+A picked answer is quoted the same way as the problem: its sentences most relevant to the problem and to
+the answer itself (MMR, `RESOLUTION_CHARS`, `KEEP_SHARE`), in order. Non-adjacent pieces are joined by
+`GAP`, so every piece stays verbatim (the semantic gate checks each).
+
+The constants are round priors chosen before any measurement, not fitted to a corpus.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from sarag_assets.backends.embedded.cues import confirmation as english_confirmation
+from sarag_assets.backends.embedded.cues import instruction_score
+from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
+from sarag_assets.backends.embedded.text import _strip_lead
+from sarag_assets.core.structuring.gates import EXCERPT_GAP
+
+PROBLEM_CHARS = 400
+RESOLUTION_CHARS = 400
+KEEP_SHARE = 0.5  # a sentence (or answer) scoring below half the best one is not part of the gist
+MMR_LAMBDA = 0.7  # relevance against redundancy when picking sentences
+OPENING_BONUS = 0.1  # the asker's first run of turns states the problem more often than later ones
+LEAD_BONUS = 0.1  # and its first sentences more often than its last (halving with each sentence)
+MIN_SENTENCE_WORDS = 3
+MIN_ANSWER_WORDS = 4
+ACK_WORDS = 3  # "ok", "done", "ok, did it": an acknowledgement between two steps of one answer
+GAP = EXCERPT_GAP
+GIST_SIGNALS = ("problem", "resolution", "resolved")
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+Encode = Callable[[list[str]], np.ndarray]
+
+
+def _words(text: str) -> int:
+    return len(_WORD.findall(text))
+
+
+def _is_question(text: str) -> bool:
+    return text.rstrip().endswith("?")
+
+
+@dataclass(frozen=True)
+class Gist:
+    problem: Finding | None
+    resolution: Finding | None
+    resolved: Finding | None
+
+
+def select(vectors: np.ndarray, relevance: np.ndarray, lengths: Sequence[int], budget: int) -> list[int]:
+    """Indices picked by MMR until `budget` characters; none scoring below KEEP_SHARE of the best."""
+    if len(relevance) == 0:
+        return []
+    best = float(relevance.max())
+    floor = KEEP_SHARE * best if best > 0 else best
+    picked: list[int] = []
+    used = 0
+    left = [i for i in range(len(relevance)) if relevance[i] >= floor]
+    while left:
+        def mmr(i: int) -> float:
+            redundancy = max((float(vectors[i] @ vectors[j]) for j in picked), default=0.0)
+            return MMR_LAMBDA * float(relevance[i]) - (1 - MMR_LAMBDA) * redundancy
+
+        i = max(left, key=mmr)
+        left.remove(i)
+        if picked and used + lengths[i] > budget:
+            continue  # a shorter one may still fit
+        picked.append(i)
+        used += lengths[i] + len(GAP)
+    return sorted(picked)
+
+
+def quote(sentences: Sequence[Sentence], turns: Sequence[tuple[str, str]], budget: int) -> tuple[str, str]:
+    """(value, evidence): the sentences verbatim in order, adjacent ones as one span, gaps as GAP; a
+    single sentence longer than the budget is cut at a word boundary."""
+    pieces: list[str] = []
+    run: list[Sentence] = []
+
+    def flush() -> None:
+        if run:
+            text = turns[run[0].turn][1][run[0].start : run[-1].end]
+            pieces.append(_strip_lead(text).strip())
+            run.clear()
+
+    for s in sentences:
+        if run and not (s.turn == run[-1].turn and s.index == run[-1].index + 1):
+            flush()
+        run.append(s)
+    flush()
+    value = GAP.join(p for p in pieces if p)
+    if len(value) > budget:
+        value = value[:budget].rsplit(" ", 1)[0].rstrip(" …,;:")
+    first = [s for s in sentences if s.turn == sentences[0].turn] if sentences else []
+    span = turns[first[0].turn][1][first[0].start : first[-1].end] if first else ""
+    return value, span  # evidence: one exact span of the conversation (where the excerpt starts)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n > 0 else v
+
+
+def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode: Encode, *,
+         confirmation: Callable[[str, str], tuple[int, float]], escalated_turn: int | None = None) -> Gist:
+    """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
+    is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
+    `escalated_turn` the helper turn that passed the problem on, if any."""
+    users, helpers, answer_turns = _parts(turns, sentences)
+    texts = gist_texts(turns, sentences)
+    if not texts:
+        return Gist(None, None, None)
+    vec = dict(zip(texts, np.asarray(encode(texts), dtype=np.float32)))
+    v = lambda text: vec[_strip_lead(text).strip()]  # noqa: E731
+
+    helper_mean = _unit(np.mean([v(s.text) for s in helpers], axis=0)) if helpers else None
+    opening = _opening_turns(turns)
+    # two passes: the opening tells which answers are substantive; the turns before the first of those
+    # (and replies to the helpers' questions) state the problem
+    _, opening_vec = _problem(turns, [s for s in users if s.turn in opening], opening, helper_mean, v)
+    substantive = _substantive(turns, answer_turns, opening_vec, v)
+    stating = _stating_turns(turns, substantive)
+    problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
+    substantive = _substantive(turns, answer_turns, problem_vec, v)
+    resolution, resolved = _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v,
+                                       confirmation, escalated_turn)
+    return Gist(problem, resolution, resolved)
+
+
+def _problem(turns, stated: list[Sentence], opening: set[int], helper_mean, v) -> tuple[Finding | None, np.ndarray | None]:
+    if not stated:
+        return None, None
+    vs = np.stack([v(s.text) for s in stated])
+    first = [i for i, s in enumerate(stated) if s.turn in opening] or list(range(len(stated)))
+    rel = vs @ _unit(vs[first].mean(axis=0))  # later sentences count as far as they are about the opening
+    if helper_mean is not None:
+        rel = 0.5 * rel + 0.5 * (vs @ helper_mean)
+    rel = rel + np.array([(OPENING_BONUS if s.turn in opening else 0.0) + LEAD_BONUS * 0.5 ** k for k, s in enumerate(stated)])
+    picked = [stated[i] for i in select(vs, rel, [len(s.text) for s in stated], PROBLEM_CHARS)]
+    value, evidence = quote(picked, turns, PROBLEM_CHARS)
+    if not value:
+        return None, None
+    return (Finding("problem", "problem", value, "string", 0.8, picked[0].turn, "user", evidence, value),
+            _unit(np.mean([v(s.text) for s in picked], axis=0)))
+
+
+def _substantive(turns, answer_turns: list[int], problem_vec, v) -> list[int]:
+    """The answers at least KEEP_SHARE as similar to the problem as the best one (a sign-off, or "I can only
+    help in English", is not an answer to it)."""
+    if not answer_turns or problem_vec is None:
+        return list(answer_turns)
+    sims = np.stack([v(turns[k][1]) for k in answer_turns]) @ problem_vec
+    best = float(sims.max())
+    return [k for k, sim in zip(answer_turns, sims) if sim >= KEEP_SHARE * best] if best > 0 else list(answer_turns)
+
+
+def apply_gist(an: Analysis, encode: Encode) -> None:
+    """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
+    escalations = [f.turn for f in an.by_signal("escalated")]
+    found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
+                 escalated_turn=escalations[0] if escalations else None)
+    kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
+    an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
+    an.problem = found.problem
+    an.gist_applied = True
+
+
+def _parts(turns, sentences) -> tuple[list[Sentence], list[Sentence], list[int]]:
+    first_user = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), len(turns))
+    users = [s for s in sentences if s.role == "user" and _words(_strip_lead(s.text)) >= MIN_SENTENCE_WORDS]
+    # what the helpers replied (their welcome before the asker spoke answers nothing)
+    helpers = [s for s in sentences if s.role != "user" and s.turn > first_user and _words(_strip_lead(s.text)) >= 2]
+    return users, helpers, _answer_turns(turns)
+
+
+def gist_texts(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[str]:
+    """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
+    users, helpers, answer_turns = _parts(turns, sentences)
+    texts = list(dict.fromkeys(_strip_lead(s.text).strip() for s in users + helpers))
+    return texts + [t for t in dict.fromkeys(_strip_lead(turns[k][1]).strip() for k in answer_turns) if t not in texts]
+
+
+def _answer_turns(turns: Sequence[tuple[str, str]]) -> list[int]:
+    """Helper turns after the asker's first turn whose statements (not their questions) hold at least
+    MIN_ANSWER_WORDS words: "I see. What does the error say?" asks, it does not answer."""
+    first_user = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), len(turns))
+    out = []
+    for k, (role, text) in enumerate(turns):
+        if role == "user" or k < first_user:
+            continue
+        parts = [x for x in re.split(r"(?<=[.!?])\s+|\n+", _strip_lead(text).strip()) if x.strip()]
+        statements = [x for x in parts if not _is_question(x)]
+        # (the English instruction detector also hears a step put as a question: "Could you switch to TCP?")
+        if sum(_words(x) for x in statements) >= MIN_ANSWER_WORDS or any(instruction_score(x) >= 0.5 for x in parts):
+            out.append(k)
+    return out
+
+
+def _opening_turns(turns: Sequence[tuple[str, str]]) -> set[int]:
+    first = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), None)
+    if first is None:
+        return set()
+    out = set()
+    k = first
+    while k < len(turns) and turns[k][0] == "user":
+        out.add(k)
+        k += 1
+    return out
+
+
+def _stating_turns(turns: Sequence[tuple[str, str]], answer_turns: list[int]) -> set[int]:
+    """The asker's turns that state the problem: all before the first answer, and after it those that
+    reply to a helper's question rather than to an answer (what comes after an answer reports back)."""
+    first_answer = answer_turns[0] if answer_turns else len(turns)
+    out = set()
+    last_helper = None
+    for k, (role, _) in enumerate(turns):
+        if role != "user":
+            last_helper = k
+        elif k < first_answer or last_helper not in answer_turns:
+            out.add(k)
+    return out | _opening_turns(turns)
+
+
+def _closing_turn(turns: Sequence[tuple[str, str]], answer_turns: list[int]) -> int | None:
+    """The asker's last turn when it comes after the last (substantive) answer, whatever it says."""
+    if not answer_turns:
+        return None
+    last_user = max((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), default=None)
+    if last_user is None or last_user < answer_turns[-1]:
+        return None
+    return last_user
+
+
+def _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v, confirmation, escalated_turn):
+    if not substantive:
+        return None, None
+    substantive = [k for k in substantive if k != escalated_turn] or substantive  # passing it on answers nothing
+    closing = _closing_turn(turns, substantive)
+
+    def verdict(turn: int) -> tuple[int, Sentence | None]:
+        """The asker's verdict in one turn by the cue detector: +1, -1 or 0, with its sentence."""
+        found = 0, None
+        for s in sentences:
+            if s.turn == turn:
+                pol, _ = confirmation(s.text, "user")
+                if pol:
+                    found = pol, s
+        return found
+
+    # the asker's verdicts are in their replies; a turn stating the problem ("my card doesn't work") is none
+    user_turns = [k for k, (r, t) in enumerate(turns) if r == "user" and t.strip() and k not in stating]
+    chosen = ack = None
+    confirmed = False
+    # an explicit "that worked" pins the answer it follows (the first one: it answers the opening problem)
+    for u in user_turns:
+        pol, s = verdict(u)
+        prior = [k for k in substantive if k < u]
+        if pol > 0 and prior:
+            chosen, ack, confirmed = prior[-1], s, True
+            break
+    if chosen is None:
+        last = substantive[-1]
+        if closing is None:
+            chosen = last  # the helpers have the last word
+        else:
+            text = turns[closing][1]
+            pol, s = verdict(closing)
+            if pol < 0 or (pol == 0 and _is_question(text)):  # it failed, or the asker asks on
+                return None, _not_resolved(turns, closing, s)
+            chosen, ack, confirmed = last, s, pol > 0
+    # a refusal that ends the answer, or comes after it ("we can't do that by email, but ..." is an answer)
+    last_of_answer = max((x.index for x in sentences if x.turn == chosen and _words(x.text) >= 2), default=-1)
+    refused = next((x for x in sentences if x.role != "user" and (x.turn > chosen or (x.turn == chosen and x.index == last_of_answer))
+                    and confirmation(x.text, x.role)[0] < 0), None)
+    if refused is not None and not any(u > refused.turn for u in user_turns if verdict(u)[0] > 0):
+        return None, _not_resolved(turns, refused.turn, refused)  # "unfortunately we cannot ..."
+    failed_after = [u for u in user_turns if u > chosen and verdict(u)[0] < 0]
+    later_ok = [u for u in user_turns if u > chosen and verdict(u)[0] > 0]
+    if failed_after and not (later_ok and later_ok[-1] > failed_after[-1]):
+        return None, _not_resolved(turns, failed_after[-1], verdict(failed_after[-1])[1])
+    outcome_after = any(confirmation(x.text, x.role)[0] > 0 for x in sentences
+                        if escalated_turn is not None and x.turn >= escalated_turn and x.turn not in stating)
+    if escalated_turn is not None and escalated_turn >= chosen and not outcome_after:
+        return None, _not_resolved(turns, escalated_turn, None)  # passed on, and nobody said it was done
+
+    chain = _chain(turns, answer_turns, chosen)
+    own = [s for s in sentences if s.turn in chain and _words(_strip_lead(s.text)) >= 2]
+    if not own:
+        return None, None
+    vs = np.stack([v(s.text) for s in own])
+    centre = _unit(vs.mean(axis=0))
+    rel = vs @ centre if problem_vec is None else 0.5 * (vs @ centre) + 0.5 * (vs @ problem_vec)
+    picked = [own[i] for i in select(vs, rel, [len(s.text) for s in own], RESOLUTION_CHARS)]
+    value, evidence = quote(picked, turns, RESOLUTION_CHARS)
+    if not value:
+        return None, None
+    role = turns[chosen][0]
+    resolution = Finding("resolution", "resolution", value, "string", 0.75 if confirmed else 0.55, chosen, role, evidence, value)
+    # resolved only when the asker says so; an answer they merely took ("ok, will try") leaves it open
+    resolved = Finding("resolved", "resolved", "true", "boolean", 0.8, ack.turn, "user", ack.text, ack.text) if confirmed else None
+    return resolution, resolved
+
+
+def _chain(turns: Sequence[tuple[str, str]], answer_turns: list[int], last: int) -> list[int]:
+    """The answer turns that end in `last`, going back while the asker only acknowledged in between
+    (a step-by-step answer: "First, clear the cache." - "ok" - "Now sign in again.")."""
+    chain = [last]
+    for k in reversed([a for a in answer_turns if a < last]):
+        between = [t for r, t in turns[k + 1 : chain[0]] if r == "user"]
+        if any(_is_question(t) or _words(t) > ACK_WORDS for t in between):
+            break
+        chain.insert(0, k)
+    return chain
+
+
+def _not_resolved(turns, turn: int, sentence: Sentence | None) -> Finding:
+    text = sentence.text if sentence is not None else turns[turn][1].strip()
+    return Finding("resolved", "resolved", "false", "boolean", 0.7, turn, turns[turn][0], text, text)

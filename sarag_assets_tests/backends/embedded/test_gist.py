@@ -1,0 +1,98 @@
+"""The problem, resolution and resolved cells of the embedded backend (`backends/embedded/gist.py`), with the
+packaged model."""
+
+from __future__ import annotations
+
+import pytest
+
+from sarag_assets.backends.embedded import EmbeddedBackend
+from sarag_assets.core.structuring.gates import EXCERPT_GAP
+from sarag_assets.core.structuring.interface import ConversationInput, ConversationTurn
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return EmbeddedBackend()
+
+
+def gist_of(backend, *turns):
+    conv = ConversationInput(dialogue_id="g", turns=[ConversationTurn(speaker=f"{r}1", role=r, text=t) for r, t in turns])
+    found = {f.signal: f for f in backend.analysis(conv).findings if f.signal in ("problem", "resolution", "resolved")}
+    return {k: f.value for k, f in found.items()}, conv
+
+
+def test_the_problem_is_the_askers_statement_not_their_later_reports_or_thanks(backend):
+    g, conv = gist_of(backend,
+        ("agent", "Hello, you're through to Harbor Bank. How can I help?"),
+        ("user", "Hi, I'm Sam. I've banked with you for years with no problems."),
+        ("user", "So basically the app logs me out every time I open the transfers page, which is really annoying."),
+        ("agent", "The transfers page signs you out when the app's session token expired. Update the app to 8.2 and "
+                  "sign in again; the new version renews the token in the background."),
+        ("user", "I updated it and signed in again, it works now. Thank you so much for the quick help!"),
+    )
+    assert "logs me out every time I open the transfers page" in g["problem"]
+    assert "sign in again" not in g["problem"] and "works now" not in g["problem"]
+    text = "\n".join(t.text for t in conv.turns)
+    assert all(piece in text for piece in g["problem"].split(EXCERPT_GAP))  # extractive
+
+
+def test_the_resolution_is_the_confirmed_step_by_step_answer_for_the_first_issue(backend):
+    g, _ = gist_of(backend,
+        ("user", "My dishwasher shows E24 and won't drain."),
+        ("agent", "Please clean the drain filter under the lower rack."),
+        ("user", "Done, but it still won't drain."),
+        ("agent", "Thanks. First, disconnect the drain hose and clear the blockage."),
+        ("user", "ok"),
+        ("agent", "Good. Now run a short rinse cycle."),
+        ("user", "That worked, thanks!"),
+        ("user", "Also, my oven clock resets every night."),
+        ("agent", "Hold the lock button for 3 seconds after setting the clock."),
+        ("user", "That fixed it too."),
+    )
+    # the steps the user confirmed; not the filter (it failed), not the oven (the second issue)
+    assert "disconnect the drain hose" in g["resolution"]
+    assert "drain filter" not in g["resolution"] and "lock button" not in g["resolution"]
+    assert g["resolved"] == "true"
+
+
+@pytest.mark.parametrize("turns", [
+    [("user", "The e-reader won't turn on."),
+     ("agent", "Could you charge it for an hour and hold the power button for 40 seconds?"),
+     ("user", "Did that, no change."),
+     ("agent", "I'm sorry. I've escalated this to our hardware team, they'll email you."),
+     ("user", "Ok.")],
+    [("user", "I was double charged for my last order and need a refund."),
+     ("agent", "Unfortunately I can't issue refunds from chat. I'll escalate this to our billing team, someone will get "
+               "back to you within 48 hours."),
+     ("user", "Ok, thanks for trying.")],
+])
+def test_nothing_resolved_it_when_the_step_failed_or_the_helper_passed_it_on(backend, turns):
+    g, _ = gist_of(backend, *turns)
+    assert "resolution" not in g and g["resolved"] == "false"
+
+
+def test_a_list_after_a_header_and_a_step_put_as_a_question(backend):
+    g, _ = gist_of(backend,
+        ("user", "Invites to my family plan never arrive."),
+        ("agent", "Try these steps:\n1. Have them update their account country.\n2. Resend the invite."),
+        ("user", "That did it, thanks!"),
+    )
+    assert "update their account country" in g["resolution"] and "Resend the invite" in g["resolution"]
+    g, _ = gist_of(backend,
+        ("user", "The VPN drops every few minutes."),
+        ("agent", "Could you switch the protocol to TCP in the settings?"),
+        ("user", "Yes, that worked."),
+    )
+    assert g["resolution"] == "Could you switch the protocol to TCP in the settings?" and g["resolved"] == "true"
+
+
+def test_an_answer_taken_but_not_confirmed_fills_the_resolution_and_leaves_resolved_open(backend):
+    g, _ = gist_of(backend,
+        ("user", "Hola, la app del banco no me manda el código SMS para entrar."),
+        ("agent", "Desde que cambiaste la tarjeta SIM bloqueamos los códigos SMS durante 72 horas por seguridad. "
+                  "Puedes entrar con la app del token mientras tanto."),
+        ("user", "Vale, lo pruebo mañana."),
+    )
+    assert g["problem"].startswith("Hola, la app del banco no me manda el código SMS")
+    assert g["resolution"].startswith("Desde que cambiaste la tarjeta SIM")
+    assert "resolved" not in g  # nobody said it worked, and nothing says it failed
