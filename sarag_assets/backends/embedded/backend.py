@@ -55,7 +55,6 @@ from collections.abc import Sequence
 import numpy as np
 
 from sarag_assets.backends.embedded.analysis import analyze
-from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
 from sarag_assets.backends.embedded.columns import (
     _CORE_MEANINGS,
     _FREE_TEXT_MIN,
@@ -84,6 +83,7 @@ from sarag_assets.backends.embedded.columns import (
 )
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
 from sarag_assets.backends.embedded.findings import Analysis, Finding
+from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
 from sarag_assets.backends.embedded.text import (
     _STOP,
     SIGNALS,

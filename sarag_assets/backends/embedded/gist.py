@@ -134,7 +134,7 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any."""
     users, helpers, answer_turns = _parts(turns, sentences)
-    texts = gist_texts(turns, sentences)
+    texts = _texts(turns, users, helpers, answer_turns)
     if not texts:
         return Gist(None, None, None)
     vec = dict(zip(texts, np.asarray(encode(texts), dtype=np.float32)))
@@ -202,7 +202,10 @@ def _parts(turns, sentences) -> tuple[list[Sentence], list[Sentence], list[int]]
 
 def gist_texts(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    users, helpers, answer_turns = _parts(turns, sentences)
+    return _texts(turns, *_parts(turns, sentences))
+
+
+def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
     texts = list(dict.fromkeys(_strip_lead(s.text).strip() for s in users + helpers))
     return texts + [t for t in dict.fromkeys(_strip_lead(turns[k][1]).strip() for k in answer_turns) if t not in texts]
 
@@ -277,15 +280,19 @@ def _resolution(turns, sentences, answer_turns, substantive, stating, problem_ve
     substantive = _past_the_reply(turns, substantive, problem_vec, v)
     closing = _closing_turn(turns, substantive)
 
+    verdicts: dict[int, tuple[int, Sentence | None]] = {}
+
     def verdict(turn: int) -> tuple[int, Sentence | None]:
-        """The asker's verdict in one turn by the cue detector: +1, -1 or 0, with its sentence."""
-        found = 0, None
-        for s in sentences:
-            if s.turn == turn:
-                pol, _ = confirmation(s.text, "user")
-                if pol:
-                    found = pol, s
-        return found
+        """The asker's verdict in one turn by the cue detector: +1, -1 or 0, with its sentence (once per turn)."""
+        if turn not in verdicts:
+            found = 0, None
+            for s in sentences:
+                if s.turn == turn:
+                    pol, _ = confirmation(s.text, "user")
+                    if pol:
+                        found = pol, s
+            verdicts[turn] = found
+        return verdicts[turn]
 
     # the asker's verdicts are in their replies; a turn stating the problem ("my card doesn't work") is none
     user_turns = [k for k, (r, t) in enumerate(turns) if r == "user" and t.strip() and k not in stating]

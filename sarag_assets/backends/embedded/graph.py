@@ -56,6 +56,8 @@ from sarag_assets.backends.embedded.segmentation import (
     _Prepared,
     _substantive_agent,
     _Unit,
+    contiguous,
+    first_unit,
 )
 from sarag_assets.core.structuring.interface import (
     ConversationInput,
@@ -144,8 +146,8 @@ def _graph_units(p: _Prepared) -> list[_Unit]:
             continue
         subst = [s for s in sents if not s.filler and (s.content >= 1 or s.clarify)]
         if cur is None:
-            if any(s.issue_like or s.content >= 3 for s in subst):
-                cur = _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue="first")
+            cur = first_unit(ti, subst)
+            if cur is not None:
                 units.append(cur)
             continue
         if not helper_replied or not subst or all(s.polarity > 0 and not s.question for s in subst):
@@ -158,11 +160,7 @@ def _graph_units(p: _Prepared) -> list[_Unit]:
         cue = _opens_unit(subst, agent_asked, agent_closed, _next_agent_substantive(turns, p.by_turn, ti)) or "reply"
         cur = _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue=cue)
         units.append(cur)
-    for a, b in zip(units, units[1:]):
-        a.end = b.start - 1
-    if units:
-        units[-1].end = len(turns) - 1
-    return units
+    return contiguous(units, len(turns))
 
 
 def _another_helper(p: _Prepared, unit: _Unit, ti: int) -> bool:

@@ -269,8 +269,8 @@ def _segment(turns: list[tuple[str, str]], by_turn: dict[int, list[_Sent]]) -> l
             continue
         subst = [s for s in sents if not s.filler and (s.content >= 1 or s.clarify)]
         if cur is None:
-            if any(s.issue_like or s.content >= 3 for s in subst):
-                cur = _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue="first")
+            cur = first_unit(ti, subst)
+            if cur is not None:
                 units.append(cur)
             continue
         answered = any(_substantive_agent(by_turn.get(a, [])) for a in cur.agent_turns)
@@ -287,12 +287,23 @@ def _segment(turns: list[tuple[str, str]], by_turn: dict[int, list[_Sent]]) -> l
         else:
             cur.user_turns.append(ti)
             cur.end = ti
-    # contiguous ranges: a unit runs until the turn before the next one starts
+    return contiguous(units, n)
+
+
+def contiguous(units: list[_Unit], n_turns: int) -> list[_Unit]:
+    """The units as contiguous ranges: each runs until the turn before the next one starts."""
     for a, b in zip(units, units[1:]):
         a.end = b.start - 1
     if units:
-        units[-1].end = n - 1
+        units[-1].end = n_turns - 1
     return units
+
+
+def first_unit(ti: int, subst: Sequence[_Sent]) -> _Unit | None:
+    """The first unit, opened by user turn `ti` when it states something (not a bare "hello")."""
+    if any(s.issue_like or s.content >= 3 for s in subst):
+        return _Unit(start=ti, user_turns=[ti], end=ti, opening=[ti], cue="first")
+    return None
 
 
 def _next_agent_substantive(turns: list[tuple[str, str]], by_turn: dict[int, list[_Sent]], ti: int) -> bool | None:

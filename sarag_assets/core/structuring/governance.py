@@ -20,10 +20,9 @@ operations that would break M* (unknown columns, over capacity). The rule:
 
 from __future__ import annotations
 
-import math
-
 import hashlib
 import json
+import math
 import re
 from functools import lru_cache
 

@@ -8,8 +8,8 @@ import pytest
 
 from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.core.ingest.parsers import parse_file
-from sarag_assets.core.structuring.gates import EXCERPT_GAP
 from sarag_assets.core.ingest.raw_dialogues import conversation_rows
+from sarag_assets.core.structuring.gates import EXCERPT_GAP
 from sarag_assets.core.structuring.interface import (
     CANONICAL_TYPES,
     CandidateColumn,

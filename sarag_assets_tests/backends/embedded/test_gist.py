@@ -8,6 +8,7 @@ import pytest
 from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
 from sarag_assets.core.structuring.interface import ConversationInput, ConversationTurn
+from sarag_assets_tests.backends.embedded.test_signals import CHAINED_FIX_THEN_SECOND_ISSUE
 
 
 @pytest.fixture(scope="module")
@@ -37,18 +38,7 @@ def test_the_problem_is_the_askers_statement_not_their_later_reports_or_thanks(b
 
 
 def test_the_resolution_is_the_confirmed_step_by_step_answer_for_the_first_issue(backend):
-    g, _ = gist_of(backend,
-        ("user", "My dishwasher shows E24 and won't drain."),
-        ("agent", "Please clean the drain filter under the lower rack."),
-        ("user", "Done, but it still won't drain."),
-        ("agent", "Thanks. First, disconnect the drain hose and clear the blockage."),
-        ("user", "ok"),
-        ("agent", "Good. Now run a short rinse cycle."),
-        ("user", "That worked, thanks!"),
-        ("user", "Also, my oven clock resets every night."),
-        ("agent", "Hold the lock button for 3 seconds after setting the clock."),
-        ("user", "That fixed it too."),
-    )
+    g, _ = gist_of(backend, *CHAINED_FIX_THEN_SECOND_ISSUE)
     # the steps the user confirmed; not the filter (it failed), not the oven (the second issue)
     assert "disconnect the drain hose" in g["resolution"]
     assert "drain filter" not in g["resolution"] and "lock button" not in g["resolution"]

@@ -476,19 +476,23 @@ def test_instruction_score_not_steps(sentence):
     assert instruction_score(sentence) == 0
 
 
+# A chained fix for a first issue, then a second issue (also used by test_gist).
+CHAINED_FIX_THEN_SECOND_ISSUE = [
+    ("user", "My dishwasher shows E24 and won't drain."),
+    ("agent", "Please clean the drain filter under the lower rack."),
+    ("user", "Done, but it still won't drain."),
+    ("agent", "Thanks. First, disconnect the drain hose and clear the blockage."),
+    ("user", "ok"),
+    ("agent", "Good. Now run a short rinse cycle."),
+    ("user", "That worked, thanks!"),
+    ("user", "Also, my oven clock resets every night."),
+    ("agent", "Hold the lock button for 3 seconds after setting the clock."),
+    ("user", "That fixed it too."),
+]
+
+
 def test_resolution_is_the_head_of_the_confirmed_chain_for_the_first_issue():
-    turns = [
-        ("user", "My dishwasher shows E24 and won't drain."),
-        ("agent", "Please clean the drain filter under the lower rack."),
-        ("user", "Done, but it still won't drain."),
-        ("agent", "Thanks. First, disconnect the drain hose and clear the blockage."),
-        ("user", "ok"),
-        ("agent", "Good. Now run a short rinse cycle."),
-        ("user", "That worked, thanks!"),
-        ("user", "Also, my oven clock resets every night."),
-        ("agent", "Hold the lock button for 3 seconds after setting the clock."),
-        ("user", "That fixed it too."),
-    ]
+    turns = CHAINED_FIX_THEN_SECOND_ISSUE
     an = analyze(turns)
     res = an.best(an.by_signal("resolution"))
     # not the filter (it failed), not the rinse cycle (the follow-through), not the oven (the second issue)
