@@ -506,6 +506,13 @@ def graph_of(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> tuple[l
     return nodes, edges
 
 
+def dialogues_with_graph_edges(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Ids of the current conversations whose dialogue graph has at least one edge."""
+    return {d for (d,) in con.execute(
+        """SELECT DISTINCT e.dialogue_id FROM graph_edges e
+           JOIN current_dialogue_versions c USING (dialogue_id, batch_key)""").fetchall()}
+
+
 def home_summary(con: duckdb.DuckDBPyConnection) -> dict:
     """What a finished run left in the warehouse: conversations per source format, quarantine reasons, M*
     with each column's filled share over current rows, structuring failures, and the rows each LanceDB

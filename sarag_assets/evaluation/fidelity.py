@@ -81,6 +81,9 @@ class ConversationFidelity:
 class FidelityReport:
     conversations: list[ConversationFidelity] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # truth ids the home does not hold
+    # conversations in which the user speaks again after a helper's reply, and how many have a graph edge
+    follow_ups: int = 0
+    follow_ups_with_edge: int = 0
 
     def means(self, keep: Callable[[ConversationFidelity], bool] = lambda _: True) -> dict[str, float | int]:
         chosen = [c for c in self.conversations if keep(c)]
@@ -98,6 +101,7 @@ class FidelityReport:
 
     def as_dict(self) -> dict:
         return {"groups": self.groups(), "missing": self.missing,
+                "graph": {"user_speaks_again": self.follow_ups, "with_an_edge": self.follow_ups_with_edge},
                 "conversations": [{"dialogue_id": c.dialogue_id, "language": c.language, **c.scores}
                                   for c in self.conversations]}
 
@@ -110,6 +114,10 @@ class FidelityReport:
                          f"{m['resolution']:>10.3f}  {m['last_helper_turn']:>16.3f}")
         if self.missing:
             lines.append(f"({len(self.missing)} conversation(s) of the truth are not in the home)")
+        if self.follow_ups:
+            lines.append(f"Dialogue graphs: {self.follow_ups_with_edge} of the {self.follow_ups} conversations in which the "
+                         f"user speaks again after a helper's reply have an edge "
+                         f"({self.follow_ups_with_edge / self.follow_ups:.0%}).")
         return "\n".join(lines)
 
 
@@ -161,11 +169,28 @@ def measure(truth: Iterable[TruthIssue], cells: Mapping[str, tuple[str | None, s
     return report
 
 
+def user_speaks_again(turns: Sequence[tuple[str, str]]) -> bool:
+    """The user has a turn after the helper's first reply (a follow-up, a clarification, a report)."""
+    roles = [role for role, _ in turns]
+    first_reply = next((i for i, (role, _) in enumerate(turns) if role != "user" and "user" in roles[:i]), None)
+    return first_reply is not None and "user" in roles[first_reply + 1:]
+
+
+def graph_coverage(turns: Mapping[str, Sequence[tuple[str, str]]], with_edges: set[str]) -> tuple[int, int]:
+    """(conversations in which the user speaks again, how many of them have a graph edge)."""
+    again = [d for d, ts in turns.items() if user_speaks_again(ts)]
+    return len(again), sum(d in with_edges for d in again)
+
+
 def home_fidelity(warehouse_path: Path, truth: list[TruthIssue], encode) -> FidelityReport:
-    """`measure` over what a materialized home holds: its conversation_table cells and current turns."""
+    """`measure` over what a materialized home holds (its conversation_table cells and current turns),
+    with the dialogue graphs' coverage of the conversations in which the user speaks again."""
     from sarag_assets.core import warehouse
 
     with warehouse.connect(warehouse_path, read_only=True) as con:
         cells = warehouse.problem_and_resolution(con)
         turns = warehouse.current_dialogue_turns(con)
-    return measure(truth, cells, turns, encode)
+        with_edges = warehouse.dialogues_with_graph_edges(con)
+    report = measure(truth, cells, turns, encode)
+    report.follow_ups, report.follow_ups_with_edge = graph_coverage(turns, with_edges)
+    return report

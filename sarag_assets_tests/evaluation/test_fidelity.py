@@ -62,3 +62,15 @@ def test_language_of_is_stable():
     text = "Hola, mi robot aspirador no encuentra la base de carga desde ayer"
     assert len({language_of(text) for _ in range(5)}) == 1
     assert language_of("") == "unknown"
+
+
+def test_graph_coverage_counts_conversations_where_the_user_speaks_again():
+    from sarag_assets.evaluation.fidelity import graph_coverage, user_speaks_again
+
+    two_turns = [("user", "My printer jams."), ("agent", "Open tray 2 and remove the paper.")]
+    thanks = two_turns + [("user", "Thanks, it prints.")]
+    welcome_first = [("agent", "Hi, how can I help?"), ("user", "My printer jams."), ("agent", "Open tray 2.")]
+    assert not user_speaks_again(two_turns) and not user_speaks_again(welcome_first)
+    assert user_speaks_again(thanks)
+    turns = {"a": two_turns, "b": thanks, "c": thanks, "d": welcome_first + [("user", "Which tray?")]}
+    assert graph_coverage(turns, {"b", "a"}) == (3, 1)  # a has an edge but no follow-up: not counted
