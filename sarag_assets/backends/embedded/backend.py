@@ -138,7 +138,8 @@ class EmbeddedBackend:
         h = hashlib.sha256()
         h.update(conversation.dialogue_id.encode("utf-8", "replace"))
         for t in conversation.turns:
-            h.update(b"\x00" + t.role.encode() + b"\x01" + t.text.encode("utf-8", "replace"))
+            h.update(b"\x00" + t.role.encode() + b"\x01" + t.speaker.encode("utf-8", "replace") + b"\x02"
+                     + t.text.encode("utf-8", "replace"))
         key = h.hexdigest()
         with self._lock:
             an = self._cache.get(key)
@@ -151,7 +152,7 @@ class EmbeddedBackend:
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         if gist and not an.gist_applied:
-            apply_gist(an, self._encode)
+            apply_gist(an, self._encode, [t.speaker for t in conversation.turns])
         return an
 
     @staticmethod

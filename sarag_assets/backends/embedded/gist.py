@@ -4,7 +4,9 @@ rather than cue words, so that it carries to any language the model reads (docs/
 **Answers.** A helper turn after the asker's first turn is an *answer* when its statements (not its
 questions) hold at least `MIN_ANSWER_WORDS` words, or when the English instruction detector reads a step
 put as a question. An answer is *substantive* when its cosine to the problem is at least `KEEP_SHARE` of
-the best answer's (a sign-off, "I can only help in English", is not).
+the best answer's (a sign-off, "I can only help in English", is not), or when that detector hears a step
+in it: a step answers even where the cosine misleads (an English answer to a Dutch problem, or "Happy
+to help!" closer to "any help appreciated" than the fix is).
 
 **Problem.** From the asker's *stating* turns: the opening run, every asker turn before the first
 substantive answer, and later turns that reply to a helper turn that was no answer (a question): those
@@ -16,8 +18,9 @@ order. Two passes: the opening alone decides which answers are substantive, and 
 
 **Resolution.** The substantive answer the asker accepts, in the helper's words. That is the answer
 before the asker's first "that worked" (the English confirmation detector), else the one before the
-asker's closing statement, else the helpers' last substantive answer. Answers separated only by
-acknowledgements of at most `ACK_WORDS` words are one step-by-step answer. Nothing resolved it (no cell,
+asker's closing statement, else the helpers' last substantive answer. One helper's answers separated
+only by the asker's comments and acknowledgements (no question, no "it failed") are one step-by-step
+answer; another helper's answer is not part of it (when the speakers are known). Nothing resolved it (no cell,
 `resolved` false) when there is no answer, when the asker's last turn after the last answer asks on, when
 the asker says it failed, when the answer ends in a refusal, or when a helper passed it on and nobody
 said it was done. `resolved` is true only when the asker says it worked.
@@ -25,9 +28,9 @@ said it was done. `resolved` is true only when the asker says it worked.
 It is quoted like the problem (relevance to the problem and to the answer itself, `RESOLUTION_CHARS`).
 Non-adjacent pieces are joined by `GAP`, so every piece stays verbatim; the semantic gate checks each.
 
-The constants are round values, none varied to raise a score. `LEAD_BONUS`, `ACK_WORDS` and the
-two-pass rule came from reading failing cases of the generator's and the out-of-domain sets'
-conversations; they do not use those sets' labels.
+The constants are round values, none varied to raise a score. `LEAD_BONUS`, the two-pass rule and the
+step-by-step rule came from reading failing cases of the generator's and the out-of-domain sets'
+conversations; choosing between variants of them used those sets' fidelity (docs/results.md).
 """
 
 from __future__ import annotations
@@ -52,7 +55,6 @@ OPENING_BONUS = 0.1  # the asker's first run of turns states the problem more of
 LEAD_BONUS = 0.1  # and its first sentences more often than its last (halving with each sentence)
 MIN_SENTENCE_WORDS = 3
 MIN_ANSWER_WORDS = 4
-ACK_WORDS = 3  # "ok", "done", "ok, did it": an acknowledgement between two steps of one answer
 GAP = EXCERPT_GAP
 GIST_SIGNALS = ("problem", "resolution", "resolved")
 
@@ -129,7 +131,8 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode: Encode, *,
-         confirmation: Callable[[str, str], tuple[int, float]], escalated_turn: int | None = None) -> Gist:
+         confirmation: Callable[[str, str], tuple[int, float]], escalated_turn: int | None = None,
+         speakers: Sequence[str] | None = None) -> Gist:
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any."""
@@ -150,7 +153,7 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
     substantive = _substantive(turns, answer_turns, problem_vec, v)
     resolution, resolved = _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v,
-                                       confirmation, escalated_turn)
+                                       confirmation, escalated_turn, speakers)
     return Gist(problem, resolution, resolved)
 
 
@@ -178,14 +181,29 @@ def _substantive(turns, answer_turns: list[int], problem_vec, v) -> list[int]:
         return list(answer_turns)
     sims = np.stack([v(turns[k][1]) for k in answer_turns]) @ problem_vec
     best = float(sims.max())
-    return [k for k, sim in zip(answer_turns, sims) if sim >= KEEP_SHARE * best] if best > 0 else list(answer_turns)
+    if best <= 0:
+        return list(answer_turns)
+    # a turn the English step detector hears a step in is an answer, however its words compare
+    return [k for k, sim in zip(answer_turns, sims) if sim >= KEEP_SHARE * best or _has_step(turns[k][1])]
 
 
-def apply_gist(an: Analysis, encode: Encode) -> None:
+def _has_step(text: str) -> bool:
+    return any(_is_step(x) for x in _pieces(text))
+
+
+def _is_step(sentence: str) -> bool:
+    return instruction_score(sentence) >= 0.5
+
+
+def _pieces(text: str) -> list[str]:
+    return [x for x in re.split(r"(?<=[.!?])\s+|\n+", _strip_lead(text).strip()) if x.strip()]
+
+
+def apply_gist(an: Analysis, encode: Encode, speakers: Sequence[str] | None = None) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
     found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
-                 escalated_turn=escalations[0] if escalations else None)
+                 escalated_turn=escalations[0] if escalations else None, speakers=speakers)
     kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
     an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
     an.problem = found.problem
@@ -218,10 +236,10 @@ def _answer_turns(turns: Sequence[tuple[str, str]]) -> list[int]:
     for k, (role, text) in enumerate(turns):
         if role == "user" or k < first_user:
             continue
-        parts = [x for x in re.split(r"(?<=[.!?])\s+|\n+", _strip_lead(text).strip()) if x.strip()]
+        parts = _pieces(text)
         statements = [x for x in parts if not _is_question(x)]
         # (the English instruction detector also hears a step put as a question: "Could you switch to TCP?")
-        if sum(_words(x) for x in statements) >= MIN_ANSWER_WORDS or any(instruction_score(x) >= 0.5 for x in parts):
+        if sum(_words(x) for x in statements) >= MIN_ANSWER_WORDS or any(_is_step(x) for x in parts):
             out.append(k)
     return out
 
@@ -273,7 +291,7 @@ def _closing_turn(turns: Sequence[tuple[str, str]], answer_turns: list[int]) -> 
     return last_user
 
 
-def _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v, confirmation, escalated_turn):
+def _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v, confirmation, escalated_turn, speakers):
     if not substantive:
         return None, None
     substantive = [k for k in substantive if k != escalated_turn] or substantive  # passing it on answers nothing
@@ -330,7 +348,7 @@ def _resolution(turns, sentences, answer_turns, substantive, stating, problem_ve
     if escalated_turn is not None and escalated_turn >= chosen and not outcome_after:
         return None, _not_resolved(turns, escalated_turn, None)  # passed on, and nobody said it was done
 
-    chain = _chain(turns, answer_turns, chosen, lambda u: verdict(u)[0] < 0)
+    chain = _chain(turns, answer_turns, chosen, lambda u: verdict(u)[0] < 0, speakers)
     own = [s for s in sentences if s.turn in chain and _words(_strip_lead(s.text)) >= 2]
     if not own:
         return None, None
@@ -348,15 +366,22 @@ def _resolution(turns, sentences, answer_turns, substantive, stating, problem_ve
     return resolution, resolved
 
 
-def _chain(turns: Sequence[tuple[str, str]], answer_turns: list[int], last: int, failed: Callable[[int], bool]) -> list[int]:
-    """The answer turns that end in `last`, going back while the asker only acknowledged in between
-    (a step-by-step answer: "First, clear the cache." - "ok" - "Now sign in again."); a short "no luck"
-    ends it: the step before failed."""
+def _chain(turns: Sequence[tuple[str, str]], answer_turns: list[int], last: int, failed: Callable[[int], bool],
+           speakers: Sequence[str] | None = None) -> list[int]:
+    """One helper's answer turns that end in `last`, going back while the asker only acknowledged or
+    commented in between (a step-by-step answer: "First, clear the cache." - "ok" - "Now sign in again.");
+    a question or a "no luck" ends it (the step before failed), and so does a helper turn that asked for
+    something, or another helper's turn."""
     chain = [last]
     for k in reversed([a for a in answer_turns if a < last]):
+        if speakers is not None and speakers[k] != speakers[last]:
+            break  # another helper's answer is not a step of this one
         between = [u for u in range(k + 1, chain[0]) if turns[u][0] == "user"]
-        if any(_is_question(turns[u][1]) or _words(turns[u][1]) > ACK_WORDS or failed(u) for u in between):
+        if any(_is_question(turns[u][1]) or failed(u) for u in between):
             break
+        asked = _pieces(turns[k][1])[-1:]
+        if asked and _is_question(asked[0]) and not _is_step(asked[0]):
+            break  # the asker replied to the helper's question: what came before it was no step
         chain.insert(0, k)
     return chain
 

@@ -16,8 +16,10 @@ def backend():
     return EmbeddedBackend()
 
 
-def gist_of(backend, *turns):
-    conv = ConversationInput(dialogue_id="g", turns=[ConversationTurn(speaker=f"{r}1", role=r, text=t) for r, t in turns])
+def gist_of(backend, *turns, speakers=None):
+    speakers = speakers or [f"{r}1" for r, _ in turns]
+    conv = ConversationInput(dialogue_id="g", turns=[ConversationTurn(speaker=p, role=r, text=t)
+                                                     for p, (r, t) in zip(speakers, turns)])
     found = {f.signal: f for f in backend.analysis(conv).findings if f.signal in ("problem", "resolution", "resolved")}
     return {k: f.value for k, f in found.items()}, conv
 
@@ -86,3 +88,37 @@ def test_an_answer_taken_but_not_confirmed_fills_the_resolution_and_leaves_resol
     assert g["problem"].startswith("Hola, la app del banco no me manda el código SMS")
     assert g["resolution"].startswith("Desde que cambiaste la tarjeta SIM")
     assert "resolved" not in g  # nobody said it worked, and nothing says it failed
+
+
+def test_a_sign_off_closer_to_the_problem_than_the_fix_is_not_the_fix(backend):
+    # "Any help appreciated" and "Happy to help" are closer in the model than the problem and its fix
+    g, _ = gist_of(backend,
+        ("user", "My emails sit in the outbox and never go out. I already restarted, same thing. Any help appreciated."),
+        ("agent", "Sorry for the trouble. Which OS are you on?"),
+        ("user", "Windows 11."),
+        ("agent", "Sending fails because your provider now requires an app password. You'll need to create one on "
+                  "the provider's security page and enter it in the outgoing server settings."),
+        ("user", "That worked! Thanks a lot."),
+        ("agent", "Happy to help. Take care!"),
+    )
+    assert "app password" in g["resolution"] and "Happy to help" not in g["resolution"]
+    assert "Which OS" not in g["resolution"]  # the question before the asker's reply is not a step of it
+    assert g["resolved"] == "true"
+
+
+TWO_HELPERS = [
+    ("user", "My sim racing wheel shows up as a gamepad in Redline, so force feedback does nothing."),
+    ("agent", "Calibrate the wheel in the vendor's hub app first."),
+    ("user", "did, it looks fine in the hub"),
+    ("agent", "The launcher's input layer grabs it. Open the game's properties, then Controller, and disable the "
+              "launcher input there."),
+    ("user", "oh nice, the FFB is back"),
+]
+
+
+def test_one_helpers_steps_go_together_and_another_helpers_answer_does_not_join_them(backend):
+    g, _ = gist_of(backend, *TWO_HELPERS, speakers=["op", "alice", "op", "bob", "op"])
+    assert "disable the launcher input" in g["resolution"] and "Calibrate" not in g["resolution"]
+    # the same turns from one helper: the asker's comment between them does not split the answer
+    g, _ = gist_of(backend, *TWO_HELPERS, speakers=["op", "alice", "op", "alice", "op"])
+    assert "disable the launcher input" in g["resolution"] and "Calibrate" in g["resolution"]
