@@ -68,6 +68,7 @@ class LLMConfig(BaseModel):
     timeout_s: float = Field(60.0, gt=0, description="seconds per HTTP request")
     max_retries: int = Field(4, ge=0, description="retries on 429, 5xx and timeouts (exponential backoff)")
     max_validation_retries: int = Field(2, ge=0, description="re-asks with the validation error after invalid output")
+    concurrency: int = Field(8, ge=1, description="requests in flight at once; a 429 answer halves it for a while")
 
     _unset_when_blank = field_validator("base_url", "model", mode="before")(_blank_is_none)
     _mode_spelling = field_validator("mode", mode="before")(canonical_llm_mode)
@@ -223,6 +224,10 @@ class Home:
     @property
     def lancedb(self) -> Path:
         return self.root / "lancedb"
+
+    @property
+    def llm_cache(self) -> Path:
+        return self.root / "llm_cache.duckdb"
 
     @property
     def reports(self) -> Path:

@@ -49,19 +49,29 @@ class IngestConfig(dg.ConfigurableResource):
 
 class Structuring(dg.ConfigurableResource):
     """The structuring backend the settings choose (the LLM backend when `llm.base_url` is set, else the
-    embedded one), with LLM calls cached in the warehouse (table llm_call_cache). Fields set here override
-    the settings' capacity, minimum support and ablation switches ("governed"/"fixed", "on"/"off")."""
+    embedded one), with LLM calls cached in `<home>/llm_cache.duckdb`. Fields set here override the
+    settings' capacity, minimum support and ablation switches ("governed"/"fixed", "on"/"off")."""
 
     capacity: int = 0
     min_support: int = 0
     governance: str = ""
     gates: str = ""
+    _opened: list = PrivateAttr(default_factory=list)
 
     def backend(self, settings: Settings, stats):
         from sarag_assets.backends.llm import CallCache
         from sarag_assets.backends.registry import backend_for
 
-        return backend_for(settings.llm, cache=CallCache(str(settings.paths.warehouse)), stats=stats)
+        backend = backend_for(settings.llm, cache=CallCache(str(settings.paths.llm_cache)), stats=stats)
+        self._opened.append(backend)
+        return backend
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        # the LLM backend holds its HTTP client and the call cache's connection until here
+        while self._opened:
+            close = getattr(self._opened.pop(), "close", None)
+            if close is not None:
+                close()
 
     def metadata_capacity(self, settings: Settings) -> int:
         return self.capacity or settings.metadata_capacity

@@ -3,67 +3,14 @@ instructor, and a real local OpenAI-compatible HTTP server that answers like a (
 
 from __future__ import annotations
 
-import re
-
 import dagster as dg
 import duckdb
 import pytest
 
 from sarag_assets.defs.runner import land_and_process
-from sarag_assets_tests.backends.llm.fake_openai_server import (
-    Behaviour,
-    FakeOpenAIServer,
-    tool_name,
-    user_text,
-)
+from sarag_assets_tests.backends.llm.fake_openai_server import Behaviour, FakeOpenAIServer, user_text
+from sarag_assets_tests.backends.llm.scripted_model import ScriptedModel
 from sarag_assets_tests.conftest import conversation, write_jsonl
-
-PRODUCT = re.compile(r"Widget \w+")
-ERROR = re.compile(r"\bE\d{3}\b")
-
-
-class ScriptedModel:
-    """Answers each structuring task from the conversation it is given; `broken` marks conversations
-    whose extraction always fails with HTTP 500."""
-
-    def __init__(self):
-        self.broken = True
-
-    def __call__(self, request):
-        tool, data = tool_name(request), user_text(request)
-        if tool == "CandidateSchemaAnswer":
-            return Behaviour.answer({"problem": "a widget fails", "columns": [
-                {"name": "product", "type": "string", "meaning": "the widget model the user has",
-                 "example_value": (PRODUCT.findall(data) or [None])[0],
-                 "score": {"relevance": 0.9, "answerability": 0.9, "overall": 0.9, "justification": "named"}},
-                {"name": "Error Code", "type": "text", "meaning": "the error code shown",
-                 "example_value": (ERROR.findall(data) or [None])[0],
-                 "score": {"relevance": 0.8, "answerability": 0.8, "overall": 0.8, "justification": "shown"}},
-            ]})
-        if tool == "GovernanceOperations":
-            ops = [{"operation": "ADD", "columns": [name], "candidate": name, "reason": "recurring fact"}
-                   for name in ("product", "error_code") if f'"name": "{name}"' not in data.split("candidates")[0]]
-            return Behaviour.answer({"operations": ops})
-        if tool == "RowValues":
-            if self.broken and "BROKEN" in data:
-                return Behaviour.server_error(500)
-            product, error = PRODUCT.findall(data), ERROR.findall(data)
-            return Behaviour.answer({"values": [
-                {"column": "product", "value": product[0] if product else None,
-                 "evidence": product[0] if product else None},
-                {"column": "error_code", "value": error[0] if error else None, "evidence": error[0] if error else None},
-            ]})
-        if tool == "PseudoDocumentsAnswer":
-            return Behaviour.answer({"issue_queries": [f"{' '.join(PRODUCT.findall(data)[:1])} error"],
-                                     "solution_queries": ["what fixed the widget"]})
-        if tool == "DialogueGraphAnswer":
-            return Behaviour.answer({"nodes": [{"node_id": "n0", "issue": "widget error", "answer": "a fix",
-                                                "turn_start": 0, "turn_end": 1}], "edges": []})
-        if tool == "ValueJudgements":
-            return Behaviour.answer({"judgements": [
-                {"column": c, "supported": True, "reason": "stated"} for c in ("product", "error_code")
-            ]})
-        return Behaviour.http_error(400, error_body={"error": {"message": f"unexpected tool {tool!r}"}})
 
 
 @pytest.fixture
@@ -125,3 +72,45 @@ def test_llm_structuring_caches_calls_and_isolates_a_broken_conversation(home, i
         assert con.execute("SELECT product, error_code FROM conversation_table WHERE dialogue_id = 'c'").fetchall() \
             == [("Widget C300", "E303")]
         assert con.execute("SELECT count(*) FROM structuring_failures WHERE stage = 'extract_row'").fetchone() == (0,)
+
+
+def _widget_conversations(n: int, broken: int | None = None) -> list[dict]:
+    return [conversation(f"w{i:02d}", ("user", f"{'BROKEN ' if i == broken else ''}My Widget A{i:03d} shows E{i % 10}01"),
+                         ("agent", "Update the firmware")) for i in range(n)]
+
+
+def test_llm_calls_run_concurrently_and_a_failing_conversation_does_not_stop_the_others(
+        home, instance, defs, llm, monkeypatch):
+    server, model = llm
+    monkeypatch.setenv("SARAG_LLM_CONCURRENCY", "4")
+    # every answer takes a moment, so that calls sent one at a time could never overlap
+    server.set_responder(lambda request: model(request).after(0.1))
+    write_jsonl(home.inbox / "tickets.jsonl", _widget_conversations(12, broken=5))
+    run = land_and_process(defs, instance)
+    assert run.batches and not run.failed
+    assert 2 <= server.most_in_flight <= 4
+    with duckdb.connect(str(home.warehouse), read_only=True) as con:
+        products = dict(con.execute("SELECT dialogue_id, product FROM conversation_table").fetchall())
+        failed = con.execute("SELECT dialogue_id, stage FROM structuring_failures").fetchall()
+    assert failed == [("w05", "extract_row")]
+    assert products["w05"] is None
+    assert {d: p for d, p in products.items() if d != "w05"} == {f"w{i:02d}": f"Widget A{i:03d}" for i in range(12) if i != 5}
+    meta = _metadata(instance, "validated_rows", run.batches[0])
+    assert meta["llm_concurrency_limit"] == 4 and 2 <= meta["llm_concurrency_peak"] <= 4
+
+
+def test_rate_limit_answers_shrink_the_concurrency_and_every_call_still_succeeds(home, instance, defs, llm, monkeypatch):
+    server, model = llm
+    monkeypatch.setenv("SARAG_LLM_CONCURRENCY", "8")
+    monkeypatch.setenv("SARAG_LLM_MAX_RETRIES", "4")
+    server.enqueue(*[Behaviour.rate_limited(retry_after=0.2)] * 3)  # the first three requests are refused
+    server.set_responder(lambda request: model(request).after(0.05))
+    model.broken = False
+    write_jsonl(home.inbox / "tickets.jsonl", _widget_conversations(12))
+    run = land_and_process(defs, instance)
+    assert run.batches and not run.failed
+    meta = _metadata(instance, "candidate_schemas", run.batches[0])
+    assert meta["llm_failures"] == 0 and meta["llm_retries"] >= 3
+    assert meta["llm_concurrency_limit"] == 8 and meta["llm_concurrency_lowest"] < 8
+    with duckdb.connect(str(home.warehouse), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM conversation_table WHERE product IS NOT NULL").fetchone() == (12,)

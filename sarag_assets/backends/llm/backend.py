@@ -144,6 +144,7 @@ class LLMBackend:
     def __init__(self, llm: StructuredLLM):
         self.llm = llm
         self.name = f"llm/{llm.settings.model}"
+        self.concurrency = llm.settings.concurrency  # conversations worked on at once (see per_conversation)
 
     @classmethod
     def from_settings(cls, settings: LLMSettings, *, cache: "CallCache | None" = None, stats: CallStats | None = None) -> "LLMBackend":

@@ -5,10 +5,13 @@ One row per call key (sha256 of model, messages, output schema and mode, compute
     llm_call_cache(key VARCHAR PRIMARY KEY, model VARCHAR, task VARCHAR, response_json VARCHAR,
                    prompt_tokens INT, completion_tokens INT, created_at TIMESTAMP)
 
-DuckDB allows one writer process, and the cache shares its file with the rest of the warehouse, so
-no connection is ever held: every `get`/`put`/`count` opens a connection, does one thing and closes
-it. Opening waits (briefly, with backoff) while another process holds the file's lock. Within one
-process a lock per database serializes the operations, so worker threads can share a cache.
+The cache has a DuckDB file of its own (`Home.llm_cache`, not the warehouse, which readers open while
+a step runs): a cache on a path opens one connection at its first use and holds it until `close()`, so
+that a call costs a lookup and an insert rather than opening and checkpointing a database (on a loaded
+2-core machine about 50 ms, which would serialize concurrent calls). Opening waits (briefly, with
+backoff) while another process holds the file's lock. Within one process a lock per database serializes
+the operations, so worker threads can share a cache. A cache over a connection factory opens a
+connection per operation instead.
 """
 
 from __future__ import annotations
@@ -77,6 +80,7 @@ class CallCache:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 target = str(Path(target).resolve())
             self._lock = _lock_for(target)
+        self._held: duckdb.DuckDBPyConnection | None = None
 
     def __repr__(self) -> str:
         return f"CallCache({self.path!r})" if self.path else "CallCache(<connection factory>)"
@@ -99,13 +103,26 @@ class CallCache:
     @contextmanager
     def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         with self._lock:
-            opened = self._factory() if self._factory is not None else self._open()
+            if self._factory is None:
+                if self._held is None:
+                    self._held = self._open()
+                    self._held.execute(_DDL)
+                yield self._held
+                return
+            opened = self._factory()
             # a DuckDB connection is its own context manager (closes on exit); so is get_connection()
             with opened as con:
                 if not self._ready:
                     con.execute(_DDL)
                     self._ready = True
                 yield con
+
+    def close(self) -> None:
+        """Release the held connection (the next operation opens it again)."""
+        with self._lock:
+            if self._held is not None:
+                self._held.close()
+                self._held = None
 
     # -- operations --------------------------------------------------------------------------------
 

@@ -12,6 +12,8 @@ over the `openai` client and returns an instance of the requested Pydantic model
   with exponential backoff and jitter, honouring `Retry-After`, every wait capped at `max_backoff_s`;
   other 4xx answers fail at once. The openai client's own retries are switched off (`max_retries=0`)
   so there is exactly one retry policy;
+- at most `concurrency` requests are in flight at once; 429 answers lower that limit for a while
+  (`RequestLimit`), so callers may run many conversations on threads against one client;
 - every successful call is cached (see `cache.py`) under a hash of (model, messages, output schema,
   mode), so re-materializing an asset costs nothing; failures are never cached;
 - requests, retries, failures, cache hits and tokens (of every HTTP response, validation retries
@@ -89,6 +91,7 @@ class LLMSettings:
     max_validation_retries: int = 2  # re-asks with the validation error after invalid output
     backoff_base_s: float = 0.5  # first transport retry waits about this long, doubling after
     max_backoff_s: float = 30.0  # cap on any single wait, Retry-After included
+    concurrency: int = 8  # requests in flight at once (see RequestLimit)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "mode", normalize_mode(self.mode))
@@ -98,6 +101,8 @@ class LLMSettings:
             raise ValueError("LLM model must not be empty")
         if not self.timeout_s > 0:
             raise ValueError(f"LLM timeout_s must be positive, got {self.timeout_s!r}")
+        if isinstance(self.concurrency, bool) or not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ValueError(f"LLM concurrency must be a positive integer, got {self.concurrency!r}")
         for name in ("max_retries", "max_validation_retries"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
@@ -118,7 +123,7 @@ class LLMSettings:
             return None
         return LLMSettings(base_url=config.base_url, model=config.model or "", api_key=config.api_key, mode=config.mode,
                            timeout_s=config.timeout_s, max_retries=config.max_retries,
-                           max_validation_retries=config.max_validation_retries)
+                           max_validation_retries=config.max_validation_retries, concurrency=config.concurrency)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -136,6 +141,8 @@ class CallStats:
     failures:    `complete()` calls that raised LLMCallFailed
     prompt_tokens / completion_tokens: summed over every HTTP response that reported usage
     cache_errors: cache reads/writes that failed (the call went ahead uncached)
+    concurrency_limit / concurrency_lowest / concurrency_peak: the configured requests in flight, the
+                 lowest limit 429 answers cut it to, and the most requests that were in flight at once
     """
 
     calls: int = 0
@@ -145,12 +152,21 @@ class CallStats:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cache_errors: int = 0
+    concurrency_limit: int = 0
+    concurrency_lowest: int = 0
+    concurrency_peak: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, **deltas: int) -> None:
         with self._lock:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + int(delta))
+
+    def observe_concurrency(self, *, limit: int, in_flight: int) -> None:
+        with self._lock:
+            self.concurrency_limit = max(self.concurrency_limit, limit)
+            self.concurrency_lowest = limit if not self.concurrency_lowest else min(self.concurrency_lowest, limit)
+            self.concurrency_peak = max(self.concurrency_peak, in_flight)
 
     @property
     def total_tokens(self) -> int:
@@ -168,6 +184,9 @@ class CallStats:
                 "llm_completion_tokens": self.completion_tokens,
                 "llm_total_tokens": self.prompt_tokens + self.completion_tokens,
                 "llm_cache_errors": self.cache_errors,
+                "llm_concurrency_limit": self.concurrency_limit,
+                "llm_concurrency_lowest": self.concurrency_lowest,
+                "llm_concurrency_peak": self.concurrency_peak,
             }
 
 
@@ -337,6 +356,71 @@ def _as_plain(result: BaseModel, response_model: type[T]) -> T:
 
 
 # ---------------------------------------------------------------------------------------------------
+# how many requests are in flight
+
+
+class RequestLimit:
+    """How many requests of one client may be in flight at once, adapted to the endpoint's rate limit.
+
+    It starts at `maximum`. A 429 answer halves it (at least 1) and holds every new request back until
+    the answer's Retry-After has passed; each run of `limit` answers without a 429 adds one back, up to
+    `maximum` (additive increase, multiplicative decrease, as TCP does). Several 429s to requests sent
+    under the same limit cut it once. Each change and each request in flight is reported to `stats`.
+    """
+
+    def __init__(self, maximum: int, stats: CallStats | None = None):
+        self.maximum = max(1, int(maximum))
+        self.limit = self.maximum
+        self.in_flight = 0
+        self._stats = stats
+        self._cond = threading.Condition()
+        self._epoch = 0  # bumped by every cut: a 429 to a request sent before it does not cut again
+        self._paused_until = 0.0
+        self._successes = 0
+        self._report()
+
+    def _report(self) -> None:
+        if self._stats is not None:
+            self._stats.observe_concurrency(limit=self.limit, in_flight=self.in_flight)
+
+    def acquire(self) -> int:
+        """Wait for a slot; returns the epoch to pass to `rate_limited`."""
+        with self._cond:
+            while True:
+                wait = self._paused_until - time.monotonic()
+                if wait <= 0 and self.in_flight < self.limit:
+                    break
+                self._cond.wait(timeout=wait if wait > 0 else None)
+            self.in_flight += 1
+            self._report()
+            return self._epoch
+
+    def release(self) -> None:
+        with self._cond:
+            self.in_flight -= 1
+            self._cond.notify_all()
+
+    def succeeded(self) -> None:
+        with self._cond:
+            self._successes += 1
+            if self._successes >= self.limit and self.limit < self.maximum:
+                self.limit += 1
+                self._successes = 0
+                self._report()
+                self._cond.notify_all()
+
+    def rate_limited(self, epoch: int, retry_after: float | None) -> None:
+        with self._cond:
+            if retry_after:
+                self._paused_until = max(self._paused_until, time.monotonic() + retry_after)
+            if epoch == self._epoch:
+                self._epoch += 1
+                self.limit = max(1, self.limit // 2)
+                self._successes = 0
+                self._report()
+
+
+# ---------------------------------------------------------------------------------------------------
 # the client
 
 
@@ -348,6 +432,7 @@ class StructuredLLM:
         self.settings = settings
         self.cache = cache
         self.stats = stats if stats is not None else CallStats()
+        self.limit = RequestLimit(settings.concurrency, self.stats)
         self._mode = settings.instructor_mode
         self._openai = openai.OpenAI(
             base_url=settings.base_url,
@@ -393,6 +478,8 @@ class StructuredLLM:
 
     def close(self) -> None:
         self._openai.close()
+        if self.cache is not None:
+            self.cache.close()
 
     def __enter__(self) -> "StructuredLLM":
         return self
@@ -443,6 +530,7 @@ class StructuredLLM:
             trace.requests += 1
             status: int | None = None
             retry_after: float | None = None
+            epoch = self.limit.acquire()
             try:
                 response = self._openai.chat.completions.create(*args, **kwargs)
             except openai.APIStatusError as exc:
@@ -451,6 +539,7 @@ class StructuredLLM:
                 if status == 429:
                     kind, reason = "rate_limited", f"HTTP 429 (rate limited) from {settings.base_url}: {message}"
                     retry_after = parse_retry_after(exc.response.headers)
+                    self.limit.rate_limited(epoch, None if retry_after is None else min(retry_after, settings.max_backoff_s))
                 elif status >= 500:
                     kind, reason = "http_status", f"HTTP {status} from {settings.base_url}: {message}"
                     retry_after = parse_retry_after(exc.response.headers)
@@ -465,11 +554,14 @@ class StructuredLLM:
                 cause = exc.__cause__ or exc
                 kind, reason, error = "connection", f"connection error to {settings.base_url}: {cause}", exc
             else:
+                self.limit.succeeded()
                 usage = getattr(response, "usage", None)
                 # read before instructor folds usage into a running total on this same object
                 trace.prompt_tokens += int(getattr(usage, "prompt_tokens", 0) or 0)
                 trace.completion_tokens += int(getattr(usage, "completion_tokens", 0) or 0)
                 return response
+            finally:
+                self.limit.release()  # the back-off below waits outside the slot
 
             if retry >= settings.max_retries:
                 attempts = retry + 1

@@ -12,6 +12,7 @@ import polars as pl
 from sarag_assets.core.structuring.interface import (
     ConversationInput,
     StructuringBackend,
+    per_conversation,
     prepare_batch,
 )
 from sarag_assets.core.structuring.tables import (
@@ -31,11 +32,10 @@ def pseudo_document_rows(
     batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend
 ) -> StageResult:
     rows, failures = [], []
-    for conversation, content_hash in conversations:
-        try:
-            docs = backend.pseudo_documents(conversation)
-        except Exception as exc:  # recorded per conversation; the batch goes on
-            failures.append(Failure(conversation.dialogue_id, content_hash, "pseudo_documents", failure_reason(exc)))
+    answers = per_conversation(backend, lambda item: backend.pseudo_documents(item[0]), conversations)
+    for (conversation, content_hash), docs in zip(conversations, answers):
+        if isinstance(docs, Exception):  # recorded per conversation; the batch goes on
+            failures.append(Failure(conversation.dialogue_id, content_hash, "pseudo_documents", failure_reason(docs)))
             continue
         rows.append({
             "batch_key": batch_key,
@@ -68,11 +68,10 @@ def dialogue_graph_rows(
 
 def _graph_rows(batch_key: str, conversations: list[tuple[ConversationInput, str]], backend: StructuringBackend,
                 nodes: list[dict], edges: list[dict], failures: list[Failure]) -> None:
-    for conversation, content_hash in conversations:
-        try:
-            graph = backend.dialogue_graph(conversation)
-        except Exception as exc:
-            failures.append(Failure(conversation.dialogue_id, content_hash, "dialogue_graph", failure_reason(exc)))
+    graphs = per_conversation(backend, lambda item: backend.dialogue_graph(item[0]), conversations)
+    for (conversation, content_hash), graph in zip(conversations, graphs):
+        if isinstance(graph, Exception):
+            failures.append(Failure(conversation.dialogue_id, content_hash, "dialogue_graph", failure_reason(graph)))
             continue
         made_by = graph.backend or backend.name
         common = {"batch_key": batch_key, "dialogue_id": conversation.dialogue_id, "content_hash": content_hash}

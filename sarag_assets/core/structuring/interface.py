@@ -8,8 +8,9 @@ other. No Dagster imports.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from typing import Literal, Protocol
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -226,6 +227,28 @@ class StructuringBackend(Protocol):
     def pseudo_documents(self, conversation: ConversationInput) -> PseudoDocuments: ...
 
     def dialogue_graph(self, conversation: ConversationInput) -> DialogueGraph: ...
+
+
+W = TypeVar("W")
+R = TypeVar("R")
+
+
+def per_conversation(backend: StructuringBackend, work: Callable[[W], R], items: Sequence[W]) -> list[R | Exception]:
+    """`work(item)` for every item, in order: its result, or the exception it raised. A backend whose
+    `concurrency` is above 1 (the LLM backend: requests it may have in flight) gets that many items
+    worked on at once, so one slow or failing conversation does not hold up the others; the default is
+    one at a time (the embedded backend is bound by the CPU, which its batched model calls already use)."""
+    def attempt(item: W) -> R | Exception:
+        try:
+            return work(item)
+        except Exception as exc:  # noqa: BLE001 - returned, and reported per conversation by the caller
+            return exc
+
+    workers = min(max(1, int(getattr(backend, "concurrency", 1) or 1)), len(items))
+    if workers <= 1:
+        return [attempt(item) for item in items]
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sarag-conversation") as pool:
+        return list(pool.map(attempt, items))
 
 
 def prepare_batch(backend: StructuringBackend, step: str, conversations: Sequence[ConversationInput]) -> None:

@@ -28,6 +28,7 @@ from sarag_assets.core.structuring.interface import (
     MetadataColumn,
     ScoredColumn,
     StructuringBackend,
+    per_conversation,
     prepare_batch,
 )
 from sarag_assets.core.warehouse import conform, empty_frame, polars_schema
@@ -105,11 +106,10 @@ def _candidate_rows(
     failures: list[Failure],
 ) -> list[dict]:
     rows = []
-    for conversation, content_hash in conversations:
-        try:
-            schema = backend.candidate_schema(conversation)
-        except Exception as exc:  # a backend failure is recorded per conversation; the batch goes on
-            failures.append(Failure(conversation.dialogue_id, content_hash, "candidate_schema", failure_reason(exc)))
+    schemas = per_conversation(backend, lambda item: backend.candidate_schema(item[0]), conversations)
+    for (conversation, content_hash), schema in zip(conversations, schemas):
+        if isinstance(schema, Exception):  # a backend failure is recorded per conversation; the batch goes on
+            failures.append(Failure(conversation.dialogue_id, content_hash, "candidate_schema", failure_reason(schema)))
             continue
         for column in schema.columns:
             rows.append({
@@ -334,22 +334,31 @@ def validated_row_records(
     if existing.height:
         for (dialogue_id, content_hash), group in existing.group_by("dialogue_id", "content_hash"):
             stored[(dialogue_id, content_hash)] = {r["column_name"]: r for r in group.iter_rows(named=True)}
+    plans = []  # per conversation: (stored rows, carried columns, columns to extract)
     for conversation, content_hash in conversations:
         old = stored.get((conversation.dialogue_id, content_hash), {})
         if gates and any(r["semantic_reason"] == GATES_SKIPPED for r in old.values()):
             old = {}  # extracted without the judge: extract and judge again
         carried = carry_over_map(metadata, set(old))
-        needed = [c for c in metadata.columns if c.name not in carried]
+        plans.append((old, carried, [c for c in metadata.columns if c.name not in carried]))
+
+    def extract(item):
+        (conversation, _), (_, _, needed) = item
+        if not needed:
+            return None
+        subset = metadata.model_copy(update={"columns": needed, "pending": []})
+        row: ExtractedRow = backend.extract_row(conversation, subset)
+        return row, (_judge(backend, conversation, subset, row) if gates else {})
+
+    extracted = per_conversation(backend, extract, list(zip(conversations, plans)))
+    for (conversation, content_hash), (old, carried, needed), outcome in zip(conversations, plans, extracted):
         values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)
+        if isinstance(outcome, Exception):
+            failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", failure_reason(outcome)))
+            records.extend(old.values())  # keep what was stored (under its older version) rather than lose it
+            continue
         if needed:
-            subset = metadata.model_copy(update={"columns": needed, "pending": []})
-            try:
-                row: ExtractedRow = backend.extract_row(conversation, subset)
-                judged = _judge(backend, conversation, subset, row) if gates else {}
-            except Exception as exc:
-                failures.append(Failure(conversation.dialogue_id, content_hash, "extract_row", failure_reason(exc)))
-                records.extend(old.values())  # keep what was stored (under its older version) rather than lose it
-                continue
+            row, judged = outcome
             by_column = {v.column: v for v in row.values}
             for column in needed:
                 v = by_column.get(column.name)

@@ -176,6 +176,8 @@ class _State:
     responder: Responder | None = None
     requests: list = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    in_flight: int = 0  # chat requests being answered right now
+    most_in_flight: int = 0
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -323,6 +325,16 @@ def _make_handler(state: _State) -> type[BaseHTTPRequestHandler]:
                 number = len(state.requests)
                 behaviour = state.queue.popleft() if state.queue else None
                 responder = state.responder
+                state.in_flight += 1
+                state.most_in_flight = max(state.most_in_flight, state.in_flight)
+            try:
+                self._answer(request, number, behaviour, responder)
+            finally:
+                with state.lock:
+                    state.in_flight -= 1
+
+        def _answer(self, request: dict[str, Any], number: int, behaviour: Behaviour | None,
+                    responder: Responder | None) -> None:
             if behaviour is None and responder is not None:
                 try:
                     behaviour = responder(request)
@@ -390,6 +402,7 @@ class FakeOpenAIServer:
             self._state.queue.clear()
             self._state.responder = None
             self._state.requests.clear()
+            self._state.most_in_flight = 0
 
     @property
     def pending(self) -> int:
@@ -404,6 +417,12 @@ class FakeOpenAIServer:
         """Every chat-completion request body received, parsed, in arrival order (a copy)."""
         with self._state.lock:
             return list(self._state.requests)
+
+    @property
+    def most_in_flight(self) -> int:
+        """The most chat requests that were being answered at the same moment."""
+        with self._state.lock:
+            return self._state.most_in_flight
 
     # ---- lifecycle -----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from sarag_assets.backends.llm.client import (
     CallStats,
     LLMCallFailed,
     LLMSettings,
+    RequestLimit,
     StructuredLLM,
     backoff_delay,
     build_messages,
@@ -562,3 +563,34 @@ def test_concurrent_calls_share_one_client_and_one_stats(server, tmp_path):
         t.join()
     assert len(results) == 8 and all(r == Ticket(**GOOD) for r in results)
     assert stats.calls == 8 and stats.prompt_tokens == 40
+
+
+def test_a_rate_limit_halves_the_requests_in_flight_once_and_successes_win_them_back():
+    stats = CallStats()
+    limit = RequestLimit(8, stats)
+    epochs = [limit.acquire() for _ in range(8)]
+    for epoch in epochs[:3]:  # three 429s to requests sent under the same limit: one cut
+        limit.rate_limited(epoch, None)
+    assert limit.limit == 4
+    for _ in range(8):
+        limit.release()
+    limit.rate_limited(limit.acquire(), None)  # sent after the cut: cuts again
+    limit.release()
+    assert limit.limit == 2
+    for _ in range(2):  # a run of `limit` answers without a 429 adds one back
+        limit.acquire()
+        limit.succeeded()
+        limit.release()
+    assert limit.limit == 3
+    assert stats.as_metadata()["llm_concurrency_limit"] == 8 and stats.as_metadata()["llm_concurrency_lowest"] == 2
+    assert stats.as_metadata()["llm_concurrency_peak"] == 8
+
+
+def test_a_retry_after_holds_new_requests_back_until_it_has_passed():
+    limit = RequestLimit(4)
+    limit.rate_limited(limit.acquire(), 0.3)
+    limit.release()
+    sent = threading.Event()
+    threading.Thread(target=lambda: (limit.acquire(), sent.set()), daemon=True).start()
+    assert not sent.wait(0.1)  # still within the Retry-After
+    assert sent.wait(5)
