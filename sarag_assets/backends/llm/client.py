@@ -363,9 +363,11 @@ class RequestLimit:
     """How many requests of one client may be in flight at once, adapted to the endpoint's rate limit.
 
     It starts at `maximum`. A 429 answer halves it (at least 1) and holds every new request back until
-    the answer's Retry-After has passed; each run of `limit` answers without a 429 adds one back, up to
-    `maximum` (additive increase, multiplicative decrease, as TCP does). Several 429s to requests sent
-    under the same limit cut it once. Each change and each request in flight is reported to `stats`.
+    the answer's Retry-After has passed. After a quiet time as long as that wait (1 s without a
+    Retry-After) with no 429, each run of `limit` answers adds one back, up to `maximum` (additive
+    increase, multiplicative decrease, as TCP does; the quiet time keeps it from probing the server's
+    limit again at once, since every 429 holds all requests back). Several 429s to requests sent under
+    the same limit cut it once. Each change and each request in flight is reported to `stats`.
     """
 
     def __init__(self, maximum: int, stats: CallStats | None = None):
@@ -376,6 +378,7 @@ class RequestLimit:
         self._cond = threading.Condition()
         self._epoch = 0  # bumped by every cut: a 429 to a request sent before it does not cut again
         self._paused_until = 0.0
+        self._quiet_until = 0.0  # no increase before this
         self._successes = 0
         self._report()
 
@@ -403,7 +406,7 @@ class RequestLimit:
     def succeeded(self) -> None:
         with self._cond:
             self._successes += 1
-            if self._successes >= self.limit and self.limit < self.maximum:
+            if self._successes >= self.limit and self.limit < self.maximum and time.monotonic() >= self._quiet_until:
                 self.limit += 1
                 self._successes = 0
                 self._report()
@@ -411,8 +414,10 @@ class RequestLimit:
 
     def rate_limited(self, epoch: int, retry_after: float | None) -> None:
         with self._cond:
+            now = time.monotonic()
             if retry_after:
-                self._paused_until = max(self._paused_until, time.monotonic() + retry_after)
+                self._paused_until = max(self._paused_until, now + retry_after)
+            self._quiet_until = max(self._quiet_until, now + 2 * (retry_after or 1.0))  # the wait, then as long again
             if epoch == self._epoch:
                 self._epoch += 1
                 self.limit = max(1, self.limit // 2)

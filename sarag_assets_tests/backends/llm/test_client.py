@@ -570,17 +570,24 @@ def test_a_rate_limit_halves_the_requests_in_flight_once_and_successes_win_them_
     limit = RequestLimit(8, stats)
     epochs = [limit.acquire() for _ in range(8)]
     for epoch in epochs[:3]:  # three 429s to requests sent under the same limit: one cut
-        limit.rate_limited(epoch, None)
+        limit.rate_limited(epoch, 0.01)
     assert limit.limit == 4
     for _ in range(8):
         limit.release()
-    limit.rate_limited(limit.acquire(), None)  # sent after the cut: cuts again
+    limit.rate_limited(limit.acquire(), 0.01)  # sent after the cut: cuts again
     limit.release()
     assert limit.limit == 2
-    for _ in range(2):  # a run of `limit` answers without a 429 adds one back
-        limit.acquire()
-        limit.succeeded()
-        limit.release()
+
+    def answered(times):
+        for _ in range(times):
+            limit.acquire()
+            limit.succeeded()
+            limit.release()
+
+    answered(2)  # within the quiet time after the cut: no increase yet
+    assert limit.limit == 2
+    time.sleep(0.05)
+    answered(2)  # then a run of `limit` answers without a 429 adds one back
     assert limit.limit == 3
     assert stats.as_metadata()["llm_concurrency_limit"] == 8 and stats.as_metadata()["llm_concurrency_lowest"] == 2
     assert stats.as_metadata()["llm_concurrency_peak"] == 8
