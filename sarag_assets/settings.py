@@ -74,6 +74,9 @@ class LLMConfig(BaseModel):
     _mode_spelling = field_validator("mode", mode="before")(canonical_llm_mode)
 
 
+RENAMED = {"query_runtime": "encoder_runtime"}  # former name -> name
+
+
 class Settings(BaseModel):
     """Every knob of sarag, typed and validated (see the module docstring for where values come from)."""
 
@@ -91,11 +94,12 @@ class Settings(BaseModel):
     gates: bool = Field(True, description="ablation switch: false keeps every extracted value (no semantic or structural gate)")
     embedding_model: str | None = Field(None, description="a local sentence-transformers model path or name; unset = the packaged all-MiniLM-L6-v2")
     query_threads: int = Field(1, ge=0, description="threads a query is encoded on and BLAS threads of the cluster route (0 = the libraries' defaults)")
-    query_runtime: Literal["onnx", "torch"] = Field("onnx", description="what encodes queries: onnx (ONNX Runtime) or torch")
+    encoder_runtime: Literal["onnx", "torch"] = Field(
+        "onnx", description="what encodes texts, in the pipeline and for queries: onnx (ONNX Runtime) or torch")
     exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
-    @field_validator("governance", "query_runtime", mode="before")
+    @field_validator("governance", "encoder_runtime", mode="before")
     @classmethod
     def _lowercase(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value
@@ -122,6 +126,15 @@ class Settings(BaseModel):
                 else:
                     values[key] = value
                     sources[key] = f"{config} {key}"
+        for old, new in RENAMED.items():  # a setting's former name still works, the new one winning
+            if old in values:
+                values.setdefault(new, values[old])
+                sources.setdefault(new, sources[old])
+                del values[old]
+            raw = env.get(_env_name(old), "").strip()
+            if raw and not env.get(_env_name(new), "").strip():
+                values[new] = raw
+                sources[new] = _env_name(old)
         # A variable set to blank counts as unset, as it always has.
         for name in _TOP_LEVEL:
             raw = env.get(_env_name(name), "").strip()

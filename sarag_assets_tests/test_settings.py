@@ -71,7 +71,7 @@ def test_the_home_comes_from_the_argument_then_sarag_home(tmp_path):
         ({"SARAG_BATCH_SIZE": "0"}, r"SARAG_BATCH_SIZE = '0'.*greater than 0"),
         ({"SARAG_GATES": "maybe"}, r"SARAG_GATES = 'maybe'"),
         ({"SARAG_GOVERNANCE": "none"}, r"SARAG_GOVERNANCE = 'none'.*'governed' or 'fixed'"),
-        ({"SARAG_QUERY_RUNTIME": "jax"}, r"SARAG_QUERY_RUNTIME"),
+        ({"SARAG_ENCODER_RUNTIME": "jax"}, r"SARAG_ENCODER_RUNTIME"),
         ({"SARAG_LLM_MODE": "xml"}, r"SARAG_LLM_MODE = 'xml'.*tools"),
         ({"SARAG_LLM_TIMEOUT_S": "0"}, r"SARAG_LLM_TIMEOUT_S"),
         ({"SARAG_LLM_MAX_RETRIES": "-1"}, r"SARAG_LLM_MAX_RETRIES"),
@@ -124,3 +124,21 @@ def test_an_invalid_setting_stops_the_dagster_code_location_from_loading(tmp_pat
     env["SARAG_METADATA_CAPACITY"] = "12"
     assert subprocess.run([sys.executable, "-c", "import sarag_assets.definitions"], env=env,
                           capture_output=True, timeout=300).returncode == 0
+
+
+def test_a_renamed_setting_still_works_under_its_former_name_and_the_new_name_wins(tmp_path):
+    (tmp_path / CONFIG_FILE).write_text('query_runtime = "torch"\n')
+    assert Settings.load(tmp_path, environ={}).encoder_runtime == "torch"
+    assert Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "onnx"}).encoder_runtime == "onnx"
+    (tmp_path / CONFIG_FILE).write_text("")
+    assert Settings.load(tmp_path, environ={"SARAG_QUERY_RUNTIME": "torch"}).encoder_runtime == "torch"
+    with pytest.raises(SettingsError, match="SARAG_QUERY_RUNTIME"):
+        Settings.load(tmp_path, environ={"SARAG_QUERY_RUNTIME": "jax"})
+
+
+def test_the_pipeline_encodes_with_the_runtime_the_settings_name(tmp_path):
+    from sarag_assets.defs.resources import EmbedderResource
+
+    assert EmbedderResource().embedder(Settings.load(tmp_path, environ={})).runtime == "onnx"
+    torch = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "torch"})
+    assert EmbedderResource().embedder(torch).runtime == "torch"

@@ -99,7 +99,9 @@ class Structuring(dg.ConfigurableResource):
 
 class EmbedderResource(dg.ConfigurableResource):
     """The sentence embedder: the packaged all-MiniLM-L6-v2 unless `model` (or the `embedding_model`
-    setting) names another local sentence-transformers model. Vectors cached in the warehouse."""
+    setting) names another local sentence-transformers model, run by the `encoder_runtime` setting's
+    runtime (ONNX Runtime by default, on every core: the query side's encoder), each distinct text once
+    per home (vectors cached in the warehouse by content hash)."""
 
     model: str = ""
     batch_size: int = 64
@@ -108,4 +110,4 @@ class EmbedderResource(dg.ConfigurableResource):
         from sarag_assets.core.encoding.embedder import DuckDBEmbeddingStore, Embedder
 
         return Embedder(self.model or settings.embedding_model, batch_size=self.batch_size,
-                        store=DuckDBEmbeddingStore(str(settings.paths.warehouse)))
+                        store=DuckDBEmbeddingStore(str(settings.paths.warehouse)), runtime=settings.encoder_runtime)

@@ -34,7 +34,7 @@ conversations not naming the values (right), and above the share ``1 - trust`` o
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
-(`core.encoding.onnx_encoder`; the `query_runtime` setting `torch` for sentence-transformers).
+(`core.encoding.onnx_encoder`; the `encoder_runtime` setting `torch` for sentence-transformers).
 """
 
 from __future__ import annotations
@@ -192,7 +192,7 @@ class Sarag:
             from sarag_assets.core.encoding.embedder import Embedder
 
             threads = _limit_query_threads(self.config.query_threads)
-            self._embedder = Embedder(self.config.embedding_model, runtime=self.config.query_runtime, threads=threads)
+            self._embedder = Embedder(self.config.embedding_model, runtime=self.config.encoder_runtime, threads=threads)
         return self._embedder
 
     def _clusters(self):

@@ -112,7 +112,7 @@ def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engi
     from sarag_assets.query.engine import Sarag
 
     assert engine.embedder.runtime == "onnx", engine.embedder.fallback_reason
-    monkeypatch.setenv("SARAG_QUERY_RUNTIME", "torch")
+    monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "torch")
     with Sarag(built_home) as by_torch:
         assert by_torch.embedder.runtime == "torch"
         for query in generated_queries[:10]:
@@ -121,8 +121,8 @@ def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engi
             assert [h.dialogue_id for h in torch_hits] == [h.dialogue_id for h in onnx_hits]
             # fused scores are standardized (a few units): vectors equal to ~1e-7 give scores equal to ~1e-5
             assert max(abs(a.score - b.score) for a, b in zip(torch_hits, onnx_hits)) < 1e-4
-    monkeypatch.setenv("SARAG_QUERY_RUNTIME", "jax")
-    with pytest.raises(ValueError, match="SARAG_QUERY_RUNTIME = 'jax'"):  # at opening, not at the first search
+    monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "jax")
+    with pytest.raises(ValueError, match="SARAG_ENCODER_RUNTIME = 'jax'"):  # at opening, not at the first search
         Sarag(built_home)
 
 

@@ -172,12 +172,14 @@ _DEFAULT: Embedder | None = None
 
 
 def default_embedder() -> Embedder:
-    """The process-wide embedder (model loaded once, in-memory cache shared)."""
+    """The process-wide embedder (model loaded once, in-memory cache shared), on the `encoder_runtime`
+    setting's runtime like the pipeline's and the query side's."""
     global _DEFAULT
     if _DEFAULT is None:
         from sarag_assets.settings import Settings
 
-        _DEFAULT = Embedder(Settings.load().embedding_model)
+        settings = Settings.load()
+        _DEFAULT = Embedder(settings.embedding_model, runtime=settings.encoder_runtime)
     return _DEFAULT
 
 

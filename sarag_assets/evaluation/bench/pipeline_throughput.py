@@ -135,10 +135,10 @@ def index_texts(lancedb_uri: str) -> list[tuple[str, str, list[str]]]:
     return [(b, t, by_batch[b][t]) for b in sorted(by_batch) for t in LANCEDB_TABLES if t in by_batch[b]]
 
 
-def embedding_speed(groups: list[tuple[str, str, list[str]]], batch_size: int) -> dict[str, Any]:
+def embedding_speed(groups: list[tuple[str, str, list[str]]], batch_size: int, runtime: str = "torch") -> dict[str, Any]:
     from sarag_assets.core.encoding.embedder import Embedder
 
-    embedder = Embedder(batch_size=batch_size, store=None)
+    embedder = Embedder(batch_size=batch_size, store=None, runtime=runtime)
     _ = embedder.dimension  # load the model before timing
     texts = sum(len(g[2]) for g in groups)
     started = time.perf_counter()
@@ -147,6 +147,7 @@ def embedding_speed(groups: list[tuple[str, str, list[str]]], batch_size: int) -
     seconds = time.perf_counter() - started
     return {
         "model": embedder.model_name,
+        "runtime": embedder.runtime,
         "batch_size": batch_size,
         "texts": texts,
         "texts_encoded": embedder.encoded,  # distinct texts (the embedder encodes a repeated text once)
@@ -182,7 +183,7 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
     from sarag_assets.defs.resources import EmbedderResource
     from sarag_assets.defs.runner import land_and_process
     from sarag_assets.evaluation.synthetic import write_corpus
-    from sarag_assets.settings import Home
+    from sarag_assets.settings import Home, Settings
 
     home = Home(home_path).ensure()
     generated = home.root / "generated"
@@ -202,7 +203,11 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         steps = step_durations(instance)
         runs_seconds = run_durations(instance)
         encoded_by_index = texts_encoded_by_index(instance)
-        embedding = embedding_speed(index_texts(str(home.lancedb)), EmbedderResource().batch_size)
+        groups = index_texts(str(home.lancedb))
+        runtime = Settings.load().encoder_runtime
+        embedding = embedding_speed(groups, EmbedderResource().batch_size, runtime)
+        # the other runtime on the same texts in the same run (torch was the pipeline's before issue 19)
+        other = embedding_speed(groups, EmbedderResource().batch_size, "torch" if runtime == "onnx" else "onnx")
     load_after = os.getloadavg()
 
     assets = []
@@ -221,6 +226,7 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         round(n / embedding["seconds"], 1) if embedding["seconds"] else None
     )
     embedding["lancedb_indices_texts_encoded"] = encoded_by_index
+    embedding["other_runtime"] = other
     embedding["share_of_lancedb_indices_step"] = (
         round(embedding["seconds"] / index_seconds, 3) if index_seconds else None
     )
@@ -267,16 +273,19 @@ def as_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {label} | {parts} | {a['seconds']:,.1f} | {a['conversations_per_second']:,} |")
     e = report["embedding_model"]
     lines.append(
-        f"| *embedding model alone* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
+        f"| *embedding model alone, {e['runtime']}* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
         f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second']:,} "
         f"({e['texts_per_second']:,} texts / s) |"
     )
+    o = e["other_runtime"]
+    lines.append(f"| *the same texts on {o['runtime']}* | — | {o['seconds']:,.1f} | — ({o['texts_per_second']:,} texts / s) |")
     load = report["machine"]["load_average_1m_during_run"]
     lines += [
         "",
         f"Wall time {report['wall_seconds']:,.0f} s (runs {report['run_seconds']:,.0f} s, steps "
         f"{report['step_seconds']:,.0f} s); {report['machine']['cpus']} CPUs, 1-minute load average during the "
-        f"run {load['mean']} on average (max {load['max']}).",
+        f"run {load['mean']} on average (max {load['max']}). `lancedb_indices` runs at "
+        f"{e['share_of_lancedb_indices_step']:.0%} of the model's own rate on its texts ({e['runtime']}).",
     ]
     return "\n".join(lines)
 
