@@ -367,6 +367,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=11)
     p.add_argument("--home", help="a fresh (missing or empty) directory for the run; default: a new temp dir")
     p.add_argument("--batch-size", type=int, default=2500, help="SARAG_BATCH_SIZE: conversations per partition")
+    p.add_argument("--increment", type=int, default=0,
+                   help="then land this many more conversations into the built home and time that")
+    p.add_argument("--encoder-sample", type=int, default=0,
+                   help="time the model alone on this many of the index's texts (default: all)")
     p.set_defaults(func=cmd_bench_pipeline)
 
     p = with_home(sub.add_parser("demo", help="generate a sample, land it with the real fixtures, materialize"))

@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import sys
 import tempfile
 import threading
@@ -166,7 +167,8 @@ def _fresh_home(path: str | None) -> Path:
     return home
 
 
-def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 2500) -> dict[str, Any]:
+def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 2500, increment: int = 0,
+            encoder_sample: int = 0) -> dict[str, Any]:
     home_path = _fresh_home(home_dir).resolve()
     dagster_home = home_path / "dagster_home"
     dagster_home.mkdir(parents=True, exist_ok=True)
@@ -187,9 +189,14 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
 
     home = Home(home_path).ensure()
     generated = home.root / "generated"
-    write_corpus(generated, n=n, seed=seed)
+    write_corpus(generated, n=n + increment, seed=seed)
     staged = generated / f"synthetic-n{n}-seed{seed}.jsonl"
-    (generated / "corpus.jsonl").replace(staged)
+    later = generated / f"synthetic-n{n}-seed{seed}-next{increment}.jsonl"
+    with open(generated / "corpus.jsonl", encoding="utf-8") as corpus, open(staged, "w", encoding="utf-8") as first, \
+            open(later, "w", encoding="utf-8") as rest:
+        for i, line in enumerate(corpus):
+            (first if i < n else rest).write(line)  # the last `increment` conversations land afterwards
+    (generated / "corpus.jsonl").unlink()
     copy_into_inbox(home, staged)
 
     from sarag_assets.definitions import defs
@@ -200,10 +207,33 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         wall_started = time.perf_counter()
         outcome = land_and_process(defs, instance, raise_on_error=True)
         wall = time.perf_counter() - wall_started
+        peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the build's high-water mark
         steps = step_durations(instance)
         runs_seconds = run_durations(instance)
         encoded_by_index = texts_encoded_by_index(instance)
+        incremental = None
+        if increment:
+            copy_into_inbox(home, later)
+            again_started = time.perf_counter()
+            again = land_and_process(defs, instance, raise_on_error=True)
+            again_wall = time.perf_counter() - again_started
+            after = step_durations(instance)
+            incremental = {
+                "conversations": increment, "wall_seconds": round(again_wall, 1),
+                "share_of_full_build": round(again_wall / wall, 3), "batches": sorted(again.batches),
+                "failed": again.failed,
+                "steps": {k: round(after[k].seconds - (steps[k].seconds if k in steps else 0.0), 1)
+                          for k in after if after[k].seconds - (steps[k].seconds if k in steps else 0.0) > 0.05},
+            }
         groups = index_texts(str(home.lancedb))
+        if encoder_sample:  # the model's rate on the first texts the index step encoded, not on all
+            kept, total = [], 0
+            for batch, table, texts in groups:
+                if total >= encoder_sample:
+                    break
+                kept.append((batch, table, texts[: encoder_sample - total]))
+                total += len(kept[-1][2])
+            groups = kept
         runtime = Settings.load().encoder_runtime
         embedding = embedding_speed(groups, EmbedderResource().batch_size, runtime)
         # the other runtime on the same texts in the same run (torch was the pipeline's before issue 19)
@@ -223,15 +253,19 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         })
     index_seconds = steps["lancedb_indices"].seconds if "lancedb_indices" in steps else None
     embedding["conversations_per_second"] = (
-        round(n / embedding["seconds"], 1) if embedding["seconds"] else None
+        round(n / embedding["seconds"], 1) if embedding["seconds"] and not encoder_sample else None
     )
     embedding["lancedb_indices_texts_encoded"] = encoded_by_index
     embedding["other_runtime"] = other
+    # the index step's encoding rate against the model's own (texts through the model per second)
     embedding["share_of_lancedb_indices_step"] = (
-        round(embedding["seconds"] / index_seconds, 3) if index_seconds else None
+        round(encoded_by_index / index_seconds / embedding["texts_per_second"], 3)
+        if index_seconds and embedding["texts_per_second"] else None
     )
     report = {
-        "command": f"python -m sarag_assets.evaluation.bench.pipeline_throughput --n {n} --seed {seed} --batch-size {batch_size}",
+        "command": f"python -m sarag_assets.evaluation.bench.pipeline_throughput --n {n} --seed {seed} --batch-size {batch_size}"
+                   + (f" --increment {increment}" if increment else "")
+                   + (f" --encoder-sample {encoder_sample}" if encoder_sample else ""),
         "date": started_at.isoformat(timespec="seconds"),
         "n": n,
         "seed": seed,
@@ -248,6 +282,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
             "load_average_after": [round(x, 2) for x in load_after],
         },
         "wall_seconds": round(wall, 1),
+        "peak_rss_mb": round(peak_rss_mb),
+        "incremental": incremental,
         "run_seconds": round(runs_seconds, 1),
         "step_seconds": round(sum(s.seconds for s in steps.values()), 1),
         "assets": assets,
@@ -274,7 +310,7 @@ def as_markdown(report: dict[str, Any]) -> str:
     e = report["embedding_model"]
     lines.append(
         f"| *embedding model alone, {e['runtime']}* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
-        f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second']:,} "
+        f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second'] or '—'} "
         f"({e['texts_per_second']:,} texts / s) |"
     )
     o = e["other_runtime"]
@@ -285,8 +321,14 @@ def as_markdown(report: dict[str, Any]) -> str:
         f"Wall time {report['wall_seconds']:,.0f} s (runs {report['run_seconds']:,.0f} s, steps "
         f"{report['step_seconds']:,.0f} s); {report['machine']['cpus']} CPUs, 1-minute load average during the "
         f"run {load['mean']} on average (max {load['max']}). `lancedb_indices` runs at "
-        f"{e['share_of_lancedb_indices_step']:.0%} of the model's own rate on its texts ({e['runtime']}).",
+        f"{e['share_of_lancedb_indices_step']:.0%} of the model's own rate on its texts ({e['runtime']}). "
+        f"Peak resident memory of the build (this process): {report['peak_rss_mb']:,} MB.",
     ]
+    inc = report.get("incremental")
+    if inc:
+        lines += ["", f"Then {inc['conversations']:,} more conversations landed into the built home: {inc['wall_seconds']:,} s "
+                      f"of wall time, {inc['share_of_full_build']:.1%} of the full build. Steps (s): "
+                      + ", ".join(f"{k} {v}" for k, v in sorted(inc["steps"].items(), key=lambda kv: -kv[1]))]
     return "\n".join(lines)
 
 
@@ -297,11 +339,15 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--seed", type=int, default=11)
     parser.add_argument("--home", help="a fresh (missing or empty) directory for the run; default: a new temp dir")
     parser.add_argument("--batch-size", type=int, default=2500, help="SARAG_BATCH_SIZE: conversations per partition")
+    parser.add_argument("--increment", type=int, default=0,
+                        help="then land this many more conversations into the built home and time that")
+    parser.add_argument("--encoder-sample", type=int, default=0,
+                        help="time the model alone on this many of the index's texts (default: all)")
     return parser
 
 
 def run(args: argparse.Namespace) -> int:
-    report = measure(args.n, args.seed, args.home, args.batch_size)
+    report = measure(args.n, args.seed, args.home, args.batch_size, args.increment, args.encoder_sample)
     print(as_markdown(report))
     print(f"\nreport: {Path(report['home']) / 'reports' / 'pipeline_throughput.json'}")
     return 1 if report["failed"] else 0
