@@ -19,11 +19,11 @@ order. Two passes: the opening alone decides which answers are substantive, and 
 **Resolution.** The substantive answer the asker accepts, in the helper's words. That is the answer
 before the asker's first "that worked" (the English confirmation detector), else the one before the
 asker's closing statement, else the helpers' last substantive answer. One helper's answers separated
-only by the asker's comments and acknowledgements (no question, no "it failed") are one step-by-step
-answer; another helper's answer is not part of it (when the speakers are known). Nothing resolved it (no cell,
-`resolved` false) when there is no answer, when the asker's last turn after the last answer asks on, when
-the asker says it failed, when the answer ends in a refusal, or when a helper passed it on and nobody
-said it was done. `resolved` is true only when the asker says it worked.
+only by the asker's comments and acknowledgements (no question, no "it failed", no reply to the helper's
+question) are one step-by-step answer; another helper's answer is not part of it (when the speakers are
+known). Nothing resolved it (no cell, `resolved` false) when there is no answer, when the asker's last
+turn after the last answer asks on, when the asker says it failed, when the answer ends in a refusal, or
+when a helper passed it on and nobody said it was done. `resolved` is true only when the asker says it worked.
 
 It is quoted like the problem (relevance to the problem and to the answer itself, `RESOLUTION_CHARS`).
 Non-adjacent pieces are joined by `GAP`, so every piece stays verbatim; the semantic gate checks each.
