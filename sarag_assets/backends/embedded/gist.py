@@ -148,10 +148,11 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     # two passes: the opening tells which answers are substantive; the turns before the first of those
     # (and replies to the helpers' questions) state the problem
     _, opening_vec = _problem(turns, [s for s in users if s.turn in opening], opening, helper_mean, v)
-    substantive = _substantive(turns, answer_turns, opening_vec, v)
+    stepped = {k for k in answer_turns if _has_step(turns[k][1])}  # read once for both passes
+    substantive = _substantive(turns, answer_turns, stepped, opening_vec, v)
     stating = _stating_turns(turns, substantive)
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
-    substantive = _substantive(turns, answer_turns, problem_vec, v)
+    substantive = _substantive(turns, answer_turns, stepped, problem_vec, v)
     resolution, resolved = _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v,
                                        confirmation, escalated_turn, speakers)
     return Gist(problem, resolution, resolved)
@@ -174,9 +175,9 @@ def _problem(turns, stated: list[Sentence], opening: set[int], helper_mean, v) -
             _unit(np.mean([v(s.text) for s in picked], axis=0)))
 
 
-def _substantive(turns, answer_turns: list[int], problem_vec, v) -> list[int]:
+def _substantive(turns, answer_turns: list[int], stepped: set[int], problem_vec, v) -> list[int]:
     """The answers at least KEEP_SHARE as similar to the problem as the best one (a sign-off, or "I can only
-    help in English", is not an answer to it)."""
+    help in English", is not an answer to it), and the `stepped` ones."""
     if not answer_turns or problem_vec is None:
         return list(answer_turns)
     sims = np.stack([v(turns[k][1]) for k in answer_turns]) @ problem_vec
@@ -184,7 +185,7 @@ def _substantive(turns, answer_turns: list[int], problem_vec, v) -> list[int]:
     if best <= 0:
         return list(answer_turns)
     # a turn the English step detector hears a step in is an answer, however its words compare
-    return [k for k, sim in zip(answer_turns, sims) if sim >= KEEP_SHARE * best or _has_step(turns[k][1])]
+    return [k for k, sim in zip(answer_turns, sims) if sim >= KEEP_SHARE * best or k in stepped]
 
 
 def _has_step(text: str) -> bool:
