@@ -19,9 +19,11 @@ if TYPE_CHECKING:
 __all__ = ["backend_for"]
 
 
-def backend_for(llm: "LLMConfig", *, cache: "CallCache | None", stats: CallStats | None) -> "StructuringBackend":
+def backend_for(llm: "LLMConfig", *, cache: "CallCache | None", stats: CallStats | None,
+                embedder=None) -> "StructuringBackend":
     """The backend for these LLM settings. `cache` and `stats` are used by the LLM backend (every call
-    cached in DuckDB, counted in `stats`); the embedded backend makes no calls and ignores them."""
+    cached in DuckDB, counted in `stats`); the embedded backend makes no calls and ignores them, and
+    encodes with `embedder` (default: the process's `default_embedder`)."""
     settings = LLMSettings.from_config(llm)
     if settings is not None:
         from sarag_assets.backends.llm import LLMBackend
@@ -30,4 +32,4 @@ def backend_for(llm: "LLMConfig", *, cache: "CallCache | None", stats: CallStats
 
     from sarag_assets.backends.embedded import EmbeddedBackend
 
-    return EmbeddedBackend()
+    return EmbeddedBackend(embedder)

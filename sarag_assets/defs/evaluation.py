@@ -118,7 +118,7 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
         "report": dg.MetadataValue.path(str(md_path)),
         "report_json": dg.MetadataValue.path(str(json_path)),
         "seconds": {k: round(v, 1) for k, v in seconds.items()},
-        **stats.as_metadata(),
+        **structuring.work_metadata(backend, stats),
     })
 
 

@@ -60,8 +60,9 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
     previous = ClusterModel.from_bytes(stored) if stored else None
     if rows.height == 0:
         raise dg.Failure("no current conversations to cluster yet")
+    encoder = embedder.embedder(settings)
     update = update_clusters(previous, rows, previous_assignments, refit=config.refit, k=config.k or None,
-                             embedder=embedder.embedder(settings))
+                             embedder=encoder)
     with warehouse.connect(home.warehouse) as con:
         save_cluster_update(con, update)
     sizes = update.clusters.sort("view", "cluster_id")
@@ -73,6 +74,7 @@ def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig
         "conversations": rows.height,
         "new_rows": update.new_rows,
         "changed_rows": update.changed_rows,
+        **encoder.work_metadata(),
         "clusters_per_view": {v: int(n) for v, n in sizes.group_by("view").len().iter_rows()},
         "sizes": dg.MetadataValue.md("| view | cluster | size |\n|---|---|---|\n" + "\n".join(
             f"| {r['view']} | {r['cluster_id']} | {r['size']} |" for r in sizes.iter_rows(named=True))),
@@ -158,7 +160,7 @@ def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
         "inserted": {n: w["inserted"] for n, w in written.items()},
         "updated": {n: w["updated"] for n, w in written.items()},
         "deleted": {n: w["deleted"] for n, w in written.items()},
-        "texts_encoded": encoder.encoded,
+        **encoder.work_metadata(),
         "lancedb_uri": str(home.lancedb),
     })
     mismatched = {n: f"{o[1]} stored vs {o[0]} source" for n, o in outcomes.items() if o[0] != o[1]}

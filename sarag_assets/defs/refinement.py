@@ -60,7 +60,7 @@ def pseudo_documents(context: dg.AssetExecutionContext, sarag_home: SaragHome, s
         "mean_solution_queries": round(stored["solution_queries"].str.json_decode().list.len().mean() or 0, 2)
         if stored.height else 0,
         "dagster/row_count": stored.height,
-        **stats.as_metadata(),
+        **structuring.work_metadata(backend, stats),
     })
     # Conversations that failed are reported by the failure table, not counted as empty documents.
     yield from _check_results(pseudo_document_rules(stored, {c.dialogue_id for c, _ in conversations} - failed))
@@ -104,7 +104,7 @@ def dialogue_graphs(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
         "elaborates_edges": relations.get("elaborates", 0),
         "failed_conversations": len(failed),
         "dagster/row_count": stored_nodes.height,
-        **stats.as_metadata(),
+        **structuring.work_metadata(backend, stats),
     })
     yield from _check_results(
         dialogue_graph_rules(stored_nodes, stored_edges, {c.dialogue_id for c, _ in conversations} - failed)

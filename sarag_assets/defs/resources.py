@@ -62,9 +62,19 @@ class Structuring(dg.ConfigurableResource):
         from sarag_assets.backends.llm import CallCache
         from sarag_assets.backends.registry import backend_for
 
-        backend = backend_for(settings.llm, cache=CallCache(str(settings.paths.llm_cache)), stats=stats)
+        backend = backend_for(settings.llm, cache=CallCache(str(settings.paths.llm_cache)), stats=stats,
+                              embedder=home_embedder(settings))
         self._opened.append(backend)
         return backend
+
+    @staticmethod
+    def work_metadata(backend, stats) -> dict:
+        """What the step's structuring cost, for its metadata: calls, tokens and concurrency for the LLM
+        backend (`llm_*`); texts through the encoder and the seconds in it for the embedded one."""
+        from sarag_assets.core.encoding.embedder import Embedder
+
+        encoder = getattr(backend, "embedder", None)
+        return encoder.work_metadata() if isinstance(encoder, Embedder) else stats.as_metadata()
 
     def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
         # the LLM backend holds its HTTP client and the call cache's connection until here
@@ -97,17 +107,23 @@ class Structuring(dg.ConfigurableResource):
         return self.gates.strip().lower() == "on"
 
 
+def home_embedder(settings: Settings, model: str = "", batch_size: int = 64):
+    """The pipeline's one encoding path: the `embedding_model` setting's model (or `model`) on the
+    `encoder_runtime` setting's runtime, each distinct text encoded once per home (vectors cached in the
+    warehouse by content hash, so an unchanged re-run does no model work). A new one per step: its counters
+    are that step's encoding work."""
+    from sarag_assets.core.encoding.embedder import DuckDBEmbeddingStore, Embedder
+
+    return Embedder(model or settings.embedding_model, batch_size=batch_size,
+                    store=DuckDBEmbeddingStore(str(settings.paths.warehouse)), runtime=settings.encoder_runtime)
+
+
 class EmbedderResource(dg.ConfigurableResource):
-    """The sentence embedder: the packaged all-MiniLM-L6-v2 unless `model` (or the `embedding_model`
-    setting) names another local sentence-transformers model, run by the `encoder_runtime` setting's
-    runtime (ONNX Runtime by default, on every core: the query side's encoder), each distinct text once
-    per home (vectors cached in the warehouse by content hash)."""
+    """The sentence embedder of `home_embedder`: the packaged all-MiniLM-L6-v2 unless `model` (or the
+    `embedding_model` setting) names another local sentence-transformers model."""
 
     model: str = ""
     batch_size: int = 64
 
     def embedder(self, settings: Settings):
-        from sarag_assets.core.encoding.embedder import DuckDBEmbeddingStore, Embedder
-
-        return Embedder(self.model or settings.embedding_model, batch_size=self.batch_size,
-                        store=DuckDBEmbeddingStore(str(settings.paths.warehouse)), runtime=settings.encoder_runtime)
+        return home_embedder(settings, self.model, self.batch_size)

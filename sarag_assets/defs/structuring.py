@@ -55,7 +55,7 @@ def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         "distinct_names": result.frame["column_name"].n_unique() if result.frame.height else 0,
         "failed_conversations": len(result.failures),
         "dagster/row_count": result.frame.height,
-        **stats.as_metadata(),
+        **structuring.work_metadata(backend, stats),
     })
 
 
@@ -132,7 +132,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
             "metadata": dg.MetadataValue.md(
                 "| column | type | support | mean score | aliases | meaning |\n|---|---|---|---|---|---|\n" + columns_md
             ),
-            **stats.as_metadata(),
+            **structuring.work_metadata(backend, stats),
         },
     )
     for outcome in metadata_rules([c.model_dump() for c in after.columns], after.capacity):
@@ -187,7 +187,7 @@ def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         "non_null_values": stored.filter(pl.col("value").is_not_null()).height,
         "failed_conversations": len(result.failures),
         "dagster/row_count": stored.height,
-        **stats.as_metadata(),
+        **structuring.work_metadata(backend, stats),
     })
     current = stored.filter(pl.col("metadata_version") == metadata.version)
     for outcome in validated_row_outcomes(current, n_failed, gates=gates):

@@ -498,11 +498,15 @@ class EmbeddedBackend:
         will need, so that those calls find their vectors in the embedder's text-hash cache instead of
         making small model calls per conversation (two per conversation for candidate_schema, one for
         the few dialogue graphs that compare units). Results are the same with or without it (up to
-        float noise in the vectors: the model sees other batch mates). Steps other than
-        "candidate_schema" and "dialogue_graph" encode nothing per conversation: nothing to do. A
+        float noise in the vectors: the model sees other batch mates). For "extract_row" it reads the
+        vectors the home already holds (`_preload_extraction`); other steps encode nothing per
+        conversation: nothing to do. A
         conversation whose texts cannot be computed is skipped here; its own call then fails and is
         reported as before."""
         if not conversations:
+            return
+        if step == "extract_row":
+            self._preload_extraction(conversations)
             return
         if step == "candidate_schema":
             texts_of = self._candidate_schema_texts
@@ -520,6 +524,23 @@ class EmbeddedBackend:
                 continue
         if texts:
             self._encode(list(dict.fromkeys(texts)))
+
+    def _preload_extraction(self, conversations: Sequence[ConversationInput]) -> None:
+        """Extraction encodes what the candidate step already did (the gist's texts) and a few sentences
+        per column: read whichever of them the home's cache holds in one go (encoding nothing new here,
+        since most sentences are never asked for)."""
+        preload = getattr(self.embedder, "preload", None)
+        if preload is None:
+            return
+        texts: list[str] = []
+        for conversation in conversations:
+            try:
+                an = self.analysis(conversation, gist=False)
+            except Exception:  # noqa: BLE001 - the conversation's own call reports it
+                continue
+            texts.extend(gist_texts(an.turns, an.sentences))
+            texts.extend(_strip_lead(s.text).strip() for s in an.sentences)
+        preload(texts)
 
     # --- governance ----------------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ import hashlib
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from typing import Iterable, Protocol, Sequence
 
@@ -80,6 +81,7 @@ class Embedder:
         self.memory_entries = memory_entries
         self._lock = threading.Lock()
         self.encoded = 0  # texts actually run through the model (not served from a cache)
+        self.encode_seconds = 0.0  # time spent in the model on them
 
     def _torch_model(self):
         model = _load(self.model_name)
@@ -142,9 +144,12 @@ class Embedder:
             missing = [h for h in missing if h not in stored]
         if missing:
             by_hash = {h: t for h, t in zip(hashes, texts)}
+            started = time.perf_counter()
             vectors = self._encode([by_hash[h] for h in missing])
             new = dict(zip(missing, vectors))
-            self.encoded += len(missing)
+            with self._lock:
+                self.encoded += len(missing)
+                self.encode_seconds += time.perf_counter() - started
             found.update(new)
             if self.store is not None:
                 self.store.put_many(self.model_name, new)
@@ -153,6 +158,28 @@ class Embedder:
             while len(self._memory) > self.memory_entries:
                 self._memory.popitem(last=False)
         return np.stack([found[h] for h in hashes])
+
+    def preload(self, texts: Iterable[str]) -> int:
+        """Bring the stored vectors of ``texts`` into memory in one store read, encoding nothing: the
+        per-conversation calls that follow find them there instead of reading the store one by one.
+        Returns how many were found."""
+        if self.store is None:
+            return 0
+        with self._lock:
+            wanted = [h for h in dict.fromkeys(text_hash(t) for t in texts if isinstance(t, str))
+                      if h not in self._memory]
+        found = self.store.get_many(self.model_name, wanted) if wanted else {}
+        with self._lock:
+            self._memory.update(found)
+            while len(self._memory) > self.memory_entries:
+                self._memory.popitem(last=False)
+        return len(found)
+
+    def work_metadata(self) -> dict[str, float]:
+        """What this embedder ran through the model so far, for an asset's metadata: the step's inherent
+        encoding work, to set against the step's time."""
+        with self._lock:
+            return {"encoder_texts": self.encoded, "encoder_seconds": round(self.encode_seconds, 2)}
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

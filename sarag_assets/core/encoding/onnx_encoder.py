@@ -36,6 +36,11 @@ MAX_PROBE_DIFFERENCE = 1e-4
 # A run's fixed cost in tokens' worth of time: for all-MiniLM-L6-v2 on one thread here, a run took ~2.5 ms
 # plus ~0.13 ms per token of (texts x padded length), so ~20 tokens.
 RUN_COST_IN_TOKENS = 20
+# At most this many tokens (texts x padded length) in one run: a run's attention scores take
+# texts x 12 heads x length^2 floats, so a run of 1,000 texts of 256 tokens would need 3 GB, and ONNX
+# Runtime's arena keeps its largest run's memory for the process's life. 8,192 is 32 texts of 256 tokens
+# (about 100 MB of scores); larger runs are no faster on a CPU.
+MAX_RUN_TOKENS = 8_192
 
 
 class OnnxUnavailable(RuntimeError):
@@ -156,7 +161,7 @@ class OnnxSentenceEncoder:
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         encodings = [self.tokenizer.encode(self._prepare(text)) for text in texts]
-        for group in length_groups([len(e.ids) for e in encodings], RUN_COST_IN_TOKENS):
+        for group in length_groups([len(e.ids) for e in encodings], RUN_COST_IN_TOKENS, MAX_RUN_TOKENS):
             rows = [encodings[i] for i in group]
             width = max(len(e.ids) for e in rows)
             feed = {name: np.zeros((len(rows), width), dtype=np.int64) for name in INPUTS}
@@ -180,14 +185,16 @@ class OnnxSentenceEncoder:
         return text.lower() if self.lower_case else text
 
 
-def length_groups(lengths: Sequence[int], run_cost: int) -> list[list[int]]:
+def length_groups(lengths: Sequence[int], run_cost: int, max_tokens: int = 0) -> list[list[int]]:
     """The texts (indices) to encode in one run each: a run costs about ``run_cost`` tokens' worth of time
     whatever its size, and every text in it is padded to its longest, so a text joins the run of the
-    longer ones while the padding it adds costs less than a run of its own. Longest first."""
+    longer ones while the padding it adds costs less than a run of its own, and while the run stays
+    within ``max_tokens`` (texts x longest; 0: no bound). Longest first."""
     order = sorted(range(len(lengths)), key=lambda i: (-lengths[i], i))
     groups: list[list[int]] = []
     for i in order:
-        if groups and lengths[groups[-1][0]] - lengths[i] < run_cost:
+        if (groups and lengths[groups[-1][0]] - lengths[i] < run_cost
+                and (not max_tokens or (len(groups[-1]) + 1) * lengths[groups[-1][0]] <= max_tokens)):
             groups[-1].append(i)
         else:
             groups.append([i])

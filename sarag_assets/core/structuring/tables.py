@@ -350,7 +350,12 @@ def validated_row_records(
         row: ExtractedRow = backend.extract_row(conversation, subset)
         return row, (_judge(backend, conversation, subset, row) if gates else {})
 
-    extracted = per_conversation(backend, extract, list(zip(conversations, plans)))
+    items = list(zip(conversations, plans))
+    extracted: list = []
+    for start in range(0, len(items), PREPARE_CHUNK):
+        chunk = items[start : start + PREPARE_CHUNK]
+        prepare_batch(backend, "extract_row", [conversation for (conversation, _), (_, _, needed) in chunk if needed])
+        extracted.extend(per_conversation(backend, extract, chunk))
     for (conversation, content_hash), (old, carried, needed), outcome in zip(conversations, plans, extracted):
         values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)
         if isinstance(outcome, Exception):

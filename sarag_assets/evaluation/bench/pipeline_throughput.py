@@ -8,13 +8,16 @@ with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and mater
 `defs.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
 partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so
 the asset's checks are included; summed over partitions and runs) and divides the conversations the
-asset covered (`n`: every asset sees every conversation once) by it. Next to `lancedb_indices` it puts the
+asset covered (`n`: every asset sees every conversation once) by it. Against each step's time it sets its
+inherent work: the texts the step ran through the encoder and the seconds that took (the steps'
+`encoder_texts` / `encoder_seconds` metadata; the rest is reading, computing and writing), and the highest
+resident memory sampled while the step ran (every step runs in this process). Next to `lancedb_indices` it puts the
 embedding model's own speed on the same texts the index step encoded: the texts now in the LanceDB
 tables, encoded again per batch and table, in the order the asset encodes them, with a fresh `Embedder`
 without a cache and the resource's batch size (model load excluded).
 
 Prints a markdown table and writes <home>/reports/pipeline_throughput.json. The 1-minute load average is
-sampled every 10 s during the run and reported, since on a shared machine other processes change the result.
+sampled every second during the run and reported, since on a shared machine other processes change the result.
 """
 
 from __future__ import annotations
@@ -44,20 +47,39 @@ STEP_ORDER = ("ingest_batch", "candidate_schemas", "pseudo_documents", "dialogue
               "validated_rows", "lancedb_indices", "feature_clusters")
 
 
-class LoadSampler:
-    """The 1-minute load average every `interval_s` seconds, in a daemon thread."""
+def resident_mb() -> float | None:
+    """This process's resident memory now (Linux), in MB."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError, IndexError):
+        return None
 
-    def __init__(self, interval_s: float = 10.0):
+
+class LoadSampler:
+    """The 1-minute load average and this process's resident memory every `interval_s` seconds, in a
+    daemon thread (the steps run in this process: the memory samples say which step held how much)."""
+
+    def __init__(self, interval_s: float = 1.0):
         self.interval_s = interval_s
         self.samples: list[float] = []
+        self.memory: list[tuple[float, float]] = []  # (unix time, resident MB)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while True:
             self.samples.append(os.getloadavg()[0])
+            rss = resident_mb()
+            if rss is not None:
+                self.memory.append((time.time(), rss))
             if self._stop.wait(self.interval_s):
                 return
+
+    def peak_mb(self, intervals: list[tuple[float, float]]) -> float | None:
+        """The highest resident memory sampled within any of the (start, end) unix-time intervals."""
+        inside = [mb for t, mb in self.memory if any(start <= t <= end for start, end in intervals)]
+        return round(max(inside)) if inside else None
 
     def __enter__(self) -> "LoadSampler":
         self._thread.start()
@@ -79,6 +101,7 @@ class StepTotals:
     seconds: float = 0.0
     executions: int = 0
     partitions: set[str] = field(default_factory=set)
+    intervals: list[tuple[float, float]] = field(default_factory=list)  # (start, end) unix times
 
 
 def step_durations(instance) -> dict[str, StepTotals]:
@@ -94,6 +117,7 @@ def step_durations(instance) -> dict[str, StepTotals]:
             entry = totals.setdefault(stats.step_key, StepTotals(stats.step_key))
             entry.seconds += stats.end_time - stats.start_time
             entry.executions += 1
+            entry.intervals.append((stats.start_time, stats.end_time))
             if partition:
                 entry.partitions.add(partition)
     return totals
@@ -107,16 +131,20 @@ def run_durations(instance) -> float:
     return total
 
 
-def texts_encoded_by_index(instance) -> int:
-    """Texts the lancedb_indices steps ran through the model (their `texts_encoded` metadata)."""
+def encoder_work(instance, asset: str, since: float = 0.0) -> dict[str, float]:
+    """Texts the asset's materializations (after unix time `since`) ran through the encoder and the seconds
+    that took (their `encoder_texts` / `encoder_seconds` metadata): the step's inherent model work."""
     import dagster as dg
 
-    total = 0
-    records = instance.fetch_materializations(dg.AssetKey("lancedb_indices"), limit=10_000).records
+    texts, seconds = 0, 0.0
+    records = instance.fetch_materializations(dg.AssetKey(asset), limit=10_000).records
     for record in records:
-        value = record.asset_materialization.metadata.get("texts_encoded")
-        total += int(value.value) if value is not None else 0
-    return total
+        if record.timestamp < since:
+            continue
+        metadata = record.asset_materialization.metadata
+        texts += int(metadata["encoder_texts"].value) if "encoder_texts" in metadata else 0
+        seconds += float(metadata["encoder_seconds"].value) if "encoder_seconds" in metadata else 0.0
+    return {"texts": texts, "seconds": round(seconds, 2)}
 
 
 def index_texts(lancedb_uri: str) -> list[tuple[str, str, list[str]]]:
@@ -210,11 +238,11 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the build's high-water mark
         steps = step_durations(instance)
         runs_seconds = run_durations(instance)
-        encoded_by_index = texts_encoded_by_index(instance)
+        work = {key: encoder_work(instance, key) for key in steps if key not in STEP_ASSETS}
         incremental = None
         if increment:
             copy_into_inbox(home, later)
-            again_started = time.perf_counter()
+            again_started, again_at = time.perf_counter(), time.time()
             again = land_and_process(defs, instance, raise_on_error=True)
             again_wall = time.perf_counter() - again_started
             after = step_durations(instance)
@@ -224,6 +252,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
                 "failed": again.failed,
                 "steps": {k: round(after[k].seconds - (steps[k].seconds if k in steps else 0.0), 1)
                           for k in after if after[k].seconds - (steps[k].seconds if k in steps else 0.0) > 0.05},
+                "encoder_texts": sum(encoder_work(instance, k, again_at)["texts"] for k in after
+                                     if k not in STEP_ASSETS),
             }
         groups = index_texts(str(home.lancedb))
         if encoder_sample:  # the model's rate on the first texts the index step encoded, not on all
@@ -243,6 +273,7 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
     assets = []
     for key in sorted(steps, key=lambda k: (STEP_ORDER.index(k) if k in STEP_ORDER else 99, k)):
         s = steps[key]
+        encoding = work.get(key, {"texts": 0, "seconds": 0.0})
         assets.append({
             "step": key,
             "assets": STEP_ASSETS.get(key, key),
@@ -250,8 +281,15 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
             "partitions": len(s.partitions),
             "seconds": round(s.seconds, 2),
             "conversations_per_second": round(n / s.seconds, 1) if s.seconds else None,
+            # the inherent work: texts through the encoder and the seconds in it; the rest is reading,
+            # computing and writing
+            "encoder_texts": encoding["texts"],
+            "encoder_seconds": encoding["seconds"],
+            "encoder_share": round(encoding["seconds"] / s.seconds, 3) if s.seconds else None,
+            "peak_rss_mb": load.peak_mb(s.intervals),
         })
     index_seconds = steps["lancedb_indices"].seconds if "lancedb_indices" in steps else None
+    encoded_by_index = work.get("lancedb_indices", {"texts": 0})["texts"]
     embedding["conversations_per_second"] = (
         round(n / embedding["seconds"], 1) if embedding["seconds"] and not encoder_sample else None
     )
@@ -300,21 +338,26 @@ def as_markdown(report: dict[str, Any]) -> str:
         f"{n:,} generated conversations (seed {report['seed']}), {len(report['batches'])} partitions of at most "
         f"{report['batch_size']:,}; step time from the Dagster event log, summed over partitions.",
         "",
-        "| asset (step) | partitions | seconds | conversations / s |",
-        "|---|---|---|---|",
+        "| asset (step) | partitions | seconds | conversations / s | texts encoded | seconds in the encoder "
+        "| seconds besides | peak RSS MB |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for a in report["assets"]:
         label = a["assets"] if a["assets"] == a["step"] else f"{a['assets']} (`{a['step']}`)"
         parts = a["partitions"] or "—"
-        lines.append(f"| {label} | {parts} | {a['seconds']:,.1f} | {a['conversations_per_second']:,} |")
+        encoded = f"{a['encoder_texts']:,} | {a['encoder_seconds']:,.1f} ({a['encoder_share']:.0%})" \
+            if a["encoder_texts"] else "— | —"
+        lines.append(f"| {label} | {parts} | {a['seconds']:,.1f} | {a['conversations_per_second']:,} | {encoded} "
+                     f"| {a['seconds'] - a['encoder_seconds']:,.1f} | {a['peak_rss_mb'] or '—'} |")
     e = report["embedding_model"]
     lines.append(
         f"| *embedding model alone, {e['runtime']}* ({e['texts_encoded']:,} distinct texts of the LanceDB tables, "
         f"batch {e['batch_size']}) | — | {e['seconds']:,.1f} | {e['conversations_per_second'] or '—'} "
-        f"({e['texts_per_second']:,} texts / s) |"
+        f"({e['texts_per_second']:,} texts / s) | | | | |"
     )
     o = e["other_runtime"]
-    lines.append(f"| *the same texts on {o['runtime']}* | — | {o['seconds']:,.1f} | — ({o['texts_per_second']:,} texts / s) |")
+    lines.append(f"| *the same texts on {o['runtime']}* | — | {o['seconds']:,.1f} | — ({o['texts_per_second']:,} "
+                 "texts / s) | | | | |")
     load = report["machine"]["load_average_1m_during_run"]
     lines += [
         "",
@@ -328,7 +371,8 @@ def as_markdown(report: dict[str, Any]) -> str:
     if inc:
         lines += ["", f"Then {inc['conversations']:,} more conversations landed into the built home: {inc['wall_seconds']:,} s "
                       f"of wall time, {inc['share_of_full_build']:.1%} of the full build. Steps (s): "
-                      + ", ".join(f"{k} {v}" for k, v in sorted(inc["steps"].items(), key=lambda kv: -kv[1]))]
+                      + ", ".join(f"{k} {v}" for k, v in sorted(inc["steps"].items(), key=lambda kv: -kv[1]))
+                      + f"; {inc['encoder_texts']:,} texts through the encoder."]
     return "\n".join(lines)
 
 

@@ -82,6 +82,24 @@ def test_a_text_shares_a_run_only_while_its_padding_costs_less_than_a_run():
     assert groups == [[3, 6], [1, 5, 4], [2, 0]]  # 200 & 190; 30, 30 & 12; 8 & 5 (8 is 22 shorter than 30)
     assert length_groups(lengths, 0) == [[3], [6], [1], [5], [4], [2], [0]]  # free runs: one text each
     assert length_groups([], 20) == []
+    # a bounded run: at most 64 tokens (texts x longest), so 200 and 190 no longer share one
+    assert length_groups(lengths, 20, 64) == [[3], [6], [1, 5], [4, 2, 0]]
+
+
+def test_a_large_batch_is_encoded_in_runs_of_bounded_size(tmp_path, fresh_encoders, monkeypatch):
+    from sarag_assets.core.encoding import onnx_encoder
+
+    encoder = load(model_path(DEFAULT_MODEL), lambda: _load(DEFAULT_MODEL), cache_dir=tmp_path)
+    monkeypatch.setattr(onnx_encoder, "MAX_RUN_TOKENS", 256)
+    runs = []
+    real_run = encoder.session.run
+    monkeypatch.setattr(encoder, "session", type("Spy", (), {"run": lambda self, out, feed: (
+        runs.append(feed["input_ids"].shape), real_run(out, feed))[1]})())
+    texts = [f"my router number {i} keeps rebooting every night" for i in range(100)]
+    vectors = encoder.encode(texts)
+    assert max(n * width for n, width in runs) <= 256
+    assert sum(n for n, _ in runs) == 100 and len(runs) > 1
+    assert np.abs(vectors[:3] - np.vstack([encoder.encode([t]) for t in texts[:3]])).max() < 1e-6
 
 
 def test_the_export_is_kept_and_reused_without_torch(tmp_path, fresh_encoders, monkeypatch):
