@@ -360,9 +360,15 @@ def wide_rows(con: duckdb.DuckDBPyConnection, columns: list[str]) -> tuple[list[
 
 def conversation_texts(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     """(dialogue_id, text) of every current conversation: its stored (redacted) turns joined in order."""
-    return con.execute(
-        "SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) FROM current_dialogues GROUP BY 1"
-    ).fetchall()
+    return [pair for chunk in conversation_text_chunks(con) for pair in chunk]
+
+
+def conversation_text_chunks(con: duckdb.DuckDBPyConnection, size: int = 5_000) -> Iterator[list[tuple[str, str]]]:
+    """`conversation_texts` a chunk at a time, so a pass over every conversation holds one chunk of them."""
+    cursor = con.execute(
+        "SELECT dialogue_id, string_agg(text, '\n' ORDER BY turn_index) FROM current_dialogues GROUP BY 1")
+    while chunk := cursor.fetchmany(size):
+        yield chunk
 
 
 def current_turns(con: duckdb.DuckDBPyConnection, batch_key: str) -> pl.DataFrame:
@@ -387,6 +393,11 @@ def current_dialogue_ids(con: duckdb.DuckDBPyConnection, batch_key: str | None =
         return {d for (d,) in con.execute("SELECT dialogue_id FROM current_dialogue_versions").fetchall()}
     return {d for (d,) in con.execute(
         "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [batch_key]).fetchall()}
+
+
+def current_dialogue_count(con: duckdb.DuckDBPyConnection) -> int:
+    """How many conversations are current (the corpus's size), without reading their ids."""
+    return int(con.execute("SELECT count(*) FROM current_dialogue_versions").fetchone()[0])
 
 
 def current_rows(con: duckdb.DuckDBPyConnection, table: str, batch_keys: list[str] | None = None) -> pl.DataFrame:

@@ -101,8 +101,8 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         metadata = structuring.current_metadata(con, settings)
         names = [c.name for c in metadata.columns]
         cells, n_rows = table_cells(con, names)
-        texts = warehouse.conversation_texts(con)
-    mentions = count_mentions(cells, n_rows, texts)
+        texts = (pair for chunk in warehouse.conversation_text_chunks(con) for pair in chunk)
+        mentions = count_mentions(cells, n_rows, texts)  # streamed: one chunk of the texts in memory
     with warehouse.connect(home.warehouse) as con:
         warehouse.replace_table(con, "value_mentions", mentions)
     counts = mentions["conversations"]

@@ -89,7 +89,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         unseen = (warehouse.empty_frame("candidate_schemas") if mode == "fixed"
                   else warehouse.ungoverned_candidates(con))
         next_seq = warehouse.next_operation_seq(con)
-        corpus_size = len(warehouse.current_dialogue_ids(con))
+        corpus_size = warehouse.current_dialogue_count(con)
     before = before.model_copy(update={"min_support": governance.relative_min_support(
         before.min_support, settings.min_column_share, corpus_size)})
     evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,

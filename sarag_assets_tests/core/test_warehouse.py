@@ -242,7 +242,17 @@ def test_current_dialogue_ids_are_the_latest_landed_versions(con):
     assert warehouse.current_dialogue_ids(con, "b1") == {"d2", "d4"}  # d1 moved on to b2
     assert warehouse.current_dialogue_ids(con, "b2") == {"d1"}
     assert warehouse.current_dialogue_ids(con, "nope") == set()
+    assert warehouse.current_dialogue_count(con) == 5
     assert con.execute("SELECT count(*) FROM current_dialogues WHERE dialogue_id = 'd1'").fetchone() == (3,)
+
+
+def test_conversation_texts_come_in_chunks_of_current_conversations(con):
+    history(con)
+    whole = dict(warehouse.conversation_texts(con))
+    assert set(whole) == warehouse.current_dialogue_ids(con)
+    chunks = list(warehouse.conversation_text_chunks(con, size=2))
+    assert [len(c) for c in chunks] == [2, 2, 1]
+    assert dict(pair for chunk in chunks for pair in chunk) == whole
 
 
 def test_a_landing_time_tie_goes_to_the_later_batch_key(con):
