@@ -42,6 +42,15 @@ def test_land_copies_into_the_inbox_and_refuses_bad_arguments(tmp_path):
     assert missing.returncode == 2 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
     unknown = sarag("land", str(source), "--format", "xml", env_home=home)
     assert unknown.returncode == 2 and "unknown format" in unknown.stderr
+    backup = tmp_path / "chats.csv~"
+    backup.write_text(source.read_text())
+    refused = sarag("land", str(source), str(backup), env_home=home)  # all or none
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert refused.stderr.strip().splitlines() == [
+        "sarag: error: chats.csv~: not landed: names ending in '.part', '.tmp', '.crdownload', '.swp', '~' are "
+        "files still being written (or editor backups), which the inbox scanner skips; rename the file"]
+    assert sorted(p.relative_to(home / "inbox").as_posix() for p in (home / "inbox").rglob("*") if p.is_file()) \
+        == ["turn_csv/chats.csv"]
 
 
 def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp_path):

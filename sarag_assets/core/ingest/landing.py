@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import shutil
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +22,21 @@ from sarag_assets.settings import Home
 _IGNORED_SUFFIXES = (".part", ".tmp", ".crdownload", ".swp", "~")
 
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class UnlandableName(ValueError):
+    """`sarag land` was given a file whose name the inbox scanner skips (the message says why)."""
+
+
+def skipped_name(name: str) -> str | None:
+    """Why the inbox scanner skips a file or folder of this name (hidden, or still being written by a
+    tool), or None when it lands it."""
+    if name.startswith("."):
+        return "names starting with '.' are hidden files, which the inbox scanner skips"
+    if name.endswith(_IGNORED_SUFFIXES):
+        return (f"names ending in {', '.join(repr(s) for s in _IGNORED_SUFFIXES)} are files still being "
+                "written (or editor backups), which the inbox scanner skips")
+    return None
 
 
 class FileVanished(OSError):
@@ -88,7 +102,7 @@ def list_inbox(home: Home) -> list[Path]:
         if not path.is_file():
             continue
         rel = path.relative_to(home.inbox)
-        if any(part.startswith(".") for part in rel.parts) or path.name.endswith(_IGNORED_SUFFIXES):
+        if any(skipped_name(part) for part in rel.parts):
             continue
         files.append(path)
     return sorted(files)
@@ -161,14 +175,43 @@ def plan_batches(
 
 
 def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) -> Path:
-    """What `sarag land` does: put a file where the sensor will find it (atomically)."""
+    """What `sarag land` does: put a file where the sensor will find it (atomically), under its own name
+    unless an inbox file of that name holds other bytes that no batch has landed yet (then under a free
+    name beside it, so nothing accepted is overwritten before it lands). Raises UnlandableName for a
+    name the scanner would skip."""
+    reason = skipped_name(source.name)
+    if reason:
+        raise UnlandableName(f"{source.name}: not landed: {reason}; rename the file")
     folder = home.inbox / source_format if source_format else home.inbox
     folder.mkdir(parents=True, exist_ok=True)
+    data = source.read_bytes()
     target = folder / source.name
-    tmp = folder / f".{source.name}.part"
-    shutil.copyfile(source, tmp)
+    n = 1
+    while target.exists() and _unlanded_other_bytes(home, target, data):
+        n += 1
+        target = folder / f"{_stem(source.name)}-{n}{_suffixes(source.name)}"
+    tmp = folder / f".{target.name}.part"
+    tmp.write_bytes(data)
     tmp.replace(target)
     return target
+
+
+def _unlanded_other_bytes(home: Home, path: Path, data: bytes) -> bool:
+    try:
+        held = path.read_bytes()
+    except OSError:
+        return False  # gone meanwhile: nothing to keep
+    return held != data and not landed_manifests(home, hashlib.sha256(held).hexdigest())
+
+
+def _suffixes(name: str) -> str:
+    """The extensions the format sniffer reads (at most the last two, e.g. `.jsonl.gz`)."""
+    return "".join(Path(name).suffixes[-2:])
+
+
+def _stem(name: str) -> str:
+    suffixes = _suffixes(name)
+    return name[: len(name) - len(suffixes)] if suffixes else name
 
 
 def landed_manifests(home: Home, file_hash: str) -> list[BatchManifest]:

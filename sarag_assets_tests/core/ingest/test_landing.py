@@ -42,9 +42,30 @@ def test_copy_into_inbox_copies_the_file_where_the_sensor_finds_it(home, tmp_pat
     assert target.read_bytes() == source.read_bytes() and source.exists()
     assert every_file(home.inbox) == ["tickets.jsonl"]  # no temporary file left behind
 
-    write_jsonl(source, conversations(3))  # copying a newer version replaces the inbox copy
+    scan_inbox(home, {}, max_per_batch=10)  # the first version lands
+    write_jsonl(source, conversations(3))  # then copying a newer version replaces the inbox copy
     assert copy_into_inbox(home, source).read_bytes() == source.read_bytes()
     assert every_file(home.inbox) == ["tickets.jsonl"]
+
+
+def test_copy_into_inbox_never_overwrites_a_file_that_has_not_landed_yet(home, tmp_path):
+    first = write_jsonl(tmp_path / "a" / "export.jsonl", conversations(2, "my router reboots"))
+    second = write_jsonl(tmp_path / "b" / "export.jsonl", conversations(2, "my refund is late"))
+    assert copy_into_inbox(home, first) == home.inbox / "export.jsonl"
+    assert copy_into_inbox(home, second) == home.inbox / "export-2.jsonl"  # beside it, not over it
+    assert copy_into_inbox(home, first) == home.inbox / "export.jsonl"  # the same bytes again: one copy
+    scan = scan_inbox(home, {}, max_per_batch=10)
+    assert sorted(m.source_file for m in scan.manifests) == ["export-2.jsonl", "export.jsonl"]
+
+
+@pytest.mark.parametrize("name", ["notes~", "export.tmp", "download.jsonl.part", ".hidden.jsonl",
+                                  "..%2f..%2fevil.jsonl"])
+def test_copy_into_inbox_refuses_a_name_the_scanner_skips(home, tmp_path, name):
+    source = write_jsonl(tmp_path / name, conversations(1))
+    with pytest.raises(landing.UnlandableName, match="not landed"):
+        copy_into_inbox(home, source)
+    assert every_file(home.inbox) == []
+    assert landing.list_inbox(home) == [] and landing.skipped_name(name)
 
 
 def test_copy_into_inbox_with_a_format_puts_the_file_under_that_formats_folder(home):
