@@ -270,11 +270,12 @@ def cmd_sql(args) -> int:
             print(f"SQL: {reply.sql}")
             print(reply.answer)
         return 0
-    from sarag_assets.query.sql import SqlError, run_select
+    from sarag_assets.query.sql import SqlError, SqlLimits, run_select
     from sarag_assets.settings import Settings
 
+    settings = Settings.load(args.home)
     try:
-        result = run_select(Settings.load(args.home).paths.warehouse, statement)
+        result = run_select(settings.paths.warehouse, statement, limits=SqlLimits.from_settings(settings))
     except (SqlError, FileNotFoundError) as exc:
         raise CliError(str(exc)) from None
     if args.json:

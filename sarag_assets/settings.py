@@ -97,6 +97,9 @@ class Settings(BaseModel):
     encoder_runtime: Literal["onnx", "torch"] = Field(
         "onnx", description="what encodes texts, in the pipeline and for queries: onnx (ONNX Runtime) or torch")
     exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
+    sql_timeout_s: float = Field(10.0, gt=0, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped")
+    sql_memory_limit: str = Field("1GB", min_length=2, description="memory a SQL statement may use (DuckDB's memory_limit, e.g. 512MB, 2GB); nothing spills to disk")
+    sql_max_rows: int = Field(1000, gt=0, description="rows a SQL statement returns at most (the answer says when there were more)")
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @field_validator("governance", "encoder_runtime", mode="before")

@@ -359,11 +359,12 @@ class Sarag:
 
     # ---- SQL ------------------------------------------------------------------------------------------
 
-    def sql(self, statement: str, *, max_rows: int = 1000):
-        """One read-only SELECT (see `sarag_assets.query.sql`); raises SqlRefused for anything else."""
-        from sarag_assets.query.sql import run_select
+    def sql(self, statement: str, *, max_rows: int | None = None):
+        """One read-only SELECT within the home's SQL limits (see `sarag_assets.query.sql`); raises
+        SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
+        from sarag_assets.query.sql import SqlLimits, run_select
 
-        return run_select(self.home.warehouse, statement, max_rows=max_rows)
+        return run_select(self.home.warehouse, statement, max_rows=max_rows, limits=SqlLimits.from_settings(self.config))
 
     def schema(self) -> str:
         """The tables a question can be answered from, for people and for the LLM."""

@@ -8,10 +8,18 @@ Two independent locks, so a statement that slips past one still meets the other:
 2. It runs on a connection opened read-only with `enable_external_access = false` and the configuration
    locked: no file outside the warehouse can be read (`read_csv('/etc/passwd')`, `'x.parquet'`), no
    database attached, no extension installed, and the setting cannot be switched back by the statement.
+
+PRAGMAs (which DuckDB parses as SELECTs) and the system functions that show the server's paths or
+settings are refused by name. Every statement runs within limits (`SqlLimits`, from the settings
+`sql_timeout_s`, `sql_memory_limit`, `sql_max_rows`): it is interrupted after the time limit, fails
+when it needs more memory than the limit (nothing spills to disk), and returns at most the row limit.
+Errors are one line and name no path on the server.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +28,33 @@ import duckdb
 
 MAX_ROWS = 1_000  # rows returned; the statement may match more (`truncated` says so)
 MAX_STATEMENT_CHARS = 20_000
+# The statement's first keyword, past comments and opening parentheses.
+_FIRST_WORD = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]+)", re.S)
+# DuckDB's functions that report the server's files, settings or environment.
+_SYSTEM_FUNCTIONS = re.compile(
+    r"\b(pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|memory|log\w*)|"
+    r"current_setting|getenv|which_secret)\b", re.I)
+
+
+@dataclass(frozen=True)
+class SqlLimits:
+    """How long, how much memory and how many rows one statement may take."""
+
+    timeout_s: float = 10.0
+    memory_limit: str = "1GB"
+    max_rows: int = MAX_ROWS
+
+    @classmethod
+    def from_settings(cls, settings) -> "SqlLimits":
+        return cls(settings.sql_timeout_s, settings.sql_memory_limit, settings.sql_max_rows)
 
 
 class SqlError(ValueError):
     """A checked statement that failed to run (unknown table, type error, ...)."""
+
+
+class SqlLimitExceeded(SqlError):
+    """The statement was stopped by a limit (the message names it and the setting that raises it)."""
 
 
 class SqlRefused(SqlError):
@@ -55,34 +86,67 @@ def check_statement(statement: str) -> str:
     if len(statements) != 1:
         raise SqlRefused(f"exactly one statement is allowed, got {len(statements)}")
     kind = statements[0].type
-    if kind != duckdb.StatementType.SELECT:
-        raise SqlRefused(f"only SELECT statements are allowed, got {kind.name}")
+    first = _FIRST_WORD.match(statement)
+    word = first.group(1).upper() if first else kind.name
+    if kind != duckdb.StatementType.SELECT or word == "PRAGMA":
+        raise SqlRefused(f"only SELECT statements are allowed, got {word}")
+    system = _SYSTEM_FUNCTIONS.search(statement)
+    if system:
+        raise SqlRefused(f"refused: {system.group(1)} reports the server's own files or settings")
     return statement.strip().rstrip(";")
 
 
-def run_select(warehouse: str | Path, statement: str, *, max_rows: int = MAX_ROWS) -> SqlResult:
-    """Run one checked SELECT on a locked-down read-only connection."""
+def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = None,
+               limits: SqlLimits | None = None) -> SqlResult:
+    """Run one checked SELECT on a locked-down read-only connection, within ``limits`` (``max_rows``
+    overrides their row limit)."""
+    limits = limits or SqlLimits()
+    max_rows = limits.max_rows if max_rows is None else max_rows
     checked = check_statement(statement)
     if not Path(warehouse).exists():
         raise FileNotFoundError(f"no warehouse at {warehouse}: materialize the assets first")
-    con = duckdb.connect(str(warehouse), read_only=True,
-                         config={"enable_external_access": False, "lock_configuration": True})
+    try:
+        con = duckdb.connect(str(warehouse), read_only=True, config={
+            "enable_external_access": False, "memory_limit": limits.memory_limit, "temp_directory": "",
+            "lock_configuration": True})
+    except duckdb.Error as exc:
+        raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
+    timer = threading.Timer(limits.timeout_s, con.interrupt)
+    timer.daemon = True
+    timer.start()
     try:
         try:
             cursor = con.execute(checked)
             rows = cursor.fetchmany(max_rows + 1)
+        except duckdb.InterruptException:
+            raise SqlLimitExceeded(f"stopped after {limits.timeout_s:g} s, the time limit for a statement "
+                                   "(setting sql_timeout_s)") from None
+        except duckdb.OutOfMemoryException:
+            raise SqlLimitExceeded(f"stopped: the statement needs more than {limits.memory_limit} of memory "
+                                   "(setting sql_memory_limit)") from None
         except duckdb.PermissionException as exc:
-            raise SqlRefused(f"refused: {_first_line(exc)}") from None
+            raise SqlRefused(f"refused: {_private(_first_line(exc), warehouse)}") from None
         except duckdb.Error as exc:
-            message = _first_line(exc)
+            message = _private(_first_line(exc), warehouse)
             if "external access" in message.lower() or "read-only" in message.lower():
                 raise SqlRefused(f"refused: {message}") from None
             raise SqlError(f"the statement failed: {message}") from None
         columns = [d[0] for d in cursor.description or []]
         types = [str(d[1]) for d in cursor.description or []]
     finally:
+        timer.cancel()
         con.close()
     return SqlResult(columns, rows[:max_rows], len(rows) > max_rows, checked, types)
+
+
+def _private(message: str, warehouse: str | Path) -> str:
+    """``message`` without the server's paths: the warehouse's and its folder's."""
+    path = Path(warehouse)
+    for shown in sorted({str(path.resolve()), str(path), str(path.resolve().parent), str(path.parent)},
+                        key=len, reverse=True):
+        if shown not in ("", "."):
+            message = message.replace(shown, "<home>")
+    return message
 
 
 def _first_line(exc: BaseException) -> str:

@@ -74,6 +74,8 @@ def test_graph_walk_follows_edges_from_the_anchors(engine, built_home):
     "INSTALL httpfs",
     "SET enable_external_access = true",
     "PRAGMA enable_profiling",
+    "PRAGMA database_list",
+    "SELECT path FROM duckdb_databases()",
 ])
 def test_sql_refuses_writes_attachments_file_reads_and_multiple_statements(engine, built_home, statement):
     before = duckdb.connect(str(built_home.warehouse), read_only=True)

@@ -486,35 +486,25 @@ class EmbeddedBackend:
         )
 
     def _candidate_schema_texts(self, conversation: ConversationInput) -> list[str]:
-        """Every text `candidate_schema` encodes for this conversation, without encoding any: the
-        problem statement and the "name: meaning" of each column left after the lexical merge (the
-        similarity merge and the scores only use a subset of them)."""
+        """Every text `candidate_schema` may encode for this conversation: the gist's, the problem and the
+        "name: meaning" of each column left after the lexical merge."""
         an = self.analysis(conversation, gist=False)
         kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
         return gist_texts(an.turns, an.sentences) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
     def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
-        """Encode, in one batched model call, every text the next `step` calls for these conversations
-        will need, so that those calls find their vectors in the embedder's text-hash cache instead of
-        making small model calls per conversation (two per conversation for candidate_schema, one for
-        the few dialogue graphs that compare units). Results are the same with or without it (up to
-        float noise in the vectors: the model sees other batch mates). For "extract_row" it reads the
-        vectors the home already holds (`_preload_extraction`); other steps encode nothing per
-        conversation: nothing to do. A
-        conversation whose texts cannot be computed is skipped here; its own call then fails and is
-        reported as before."""
-        if not conversations:
-            return
-        if step == "extract_row":
-            self._preload_extraction(conversations)
-            return
+        """Bring into memory in one batched call every vector the next `step` calls for these conversations
+        need: encoded for candidate_schema and dialogue_graph (the same results up to float noise), read
+        from the home's cache for extract_row (which encodes few of its listed sentences). A conversation
+        whose texts cannot be computed is skipped; its own call fails and is reported."""
         if step == "candidate_schema":
-            texts_of = self._candidate_schema_texts
-            texts: list[str] = [_SIGNAL_DESCRIPTIONS[k] for k in _SIGNAL_DESCRIPTIONS]
+            texts_of, texts = self._candidate_schema_texts, list(_SIGNAL_DESCRIPTIONS.values())
         elif step == "dialogue_graph":
             from sarag_assets.backends.embedded.graph import dialogue_graph_texts
 
             texts_of, texts = dialogue_graph_texts, []
+        elif step == "extract_row":
+            texts_of, texts = self._extraction_texts, []
         else:
             return
         for conversation in conversations:
@@ -522,25 +512,15 @@ class EmbeddedBackend:
                 texts.extend(texts_of(conversation))
             except Exception:  # noqa: BLE001 - the conversation's own call reports it
                 continue
-        if texts:
+        if texts and step != "extract_row":
             self._encode(list(dict.fromkeys(texts)))
+        elif texts and hasattr(self.embedder, "preload"):
+            self.embedder.preload(texts)
 
-    def _preload_extraction(self, conversations: Sequence[ConversationInput]) -> None:
-        """Extraction encodes what the candidate step already did (the gist's texts) and a few sentences
-        per column: read whichever of them the home's cache holds in one go (encoding nothing new here,
-        since most sentences are never asked for)."""
-        preload = getattr(self.embedder, "preload", None)
-        if preload is None:
-            return
-        texts: list[str] = []
-        for conversation in conversations:
-            try:
-                an = self.analysis(conversation, gist=False)
-            except Exception:  # noqa: BLE001 - the conversation's own call reports it
-                continue
-            texts.extend(gist_texts(an.turns, an.sentences))
-            texts.extend(_strip_lead(s.text).strip() for s in an.sentences)
-        preload(texts)
+    def _extraction_texts(self, conversation: ConversationInput) -> list[str]:
+        """What extracting a row may encode: the gist's texts and each sentence as `_free_text` reads it."""
+        an = self.analysis(conversation, gist=False)
+        return gist_texts(an.turns, an.sentences) + [_strip_lead(s.text).strip() for s in an.sentences]
 
     # --- governance ----------------------------------------------------------------------------------
 

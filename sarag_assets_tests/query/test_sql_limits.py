@@ -1,0 +1,77 @@
+"""Every read-only SQL statement runs within a time, memory and row limit, on a real DuckDB warehouse:
+a limit stops it with a one-line error, the process goes on answering, and no error shows a server path."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import duckdb
+import pytest
+
+from sarag_assets.query.sql import SqlLimitExceeded, SqlLimits, SqlRefused, _private, run_select
+
+CROSS_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.range + b.range = -1"
+BIG_SORT = "SELECT range, random() AS r FROM range(100000000) ORDER BY r"
+
+
+@pytest.fixture
+def warehouse(tmp_path):
+    path = tmp_path / "home" / "warehouse.duckdb"
+    path.parent.mkdir()
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS i FROM range(50)")
+    return path
+
+
+def test_a_long_statement_is_stopped_at_the_time_limit_and_the_next_one_runs(warehouse):
+    started = time.monotonic()
+    with pytest.raises(SqlLimitExceeded, match=r"stopped after 1 s, the time limit .*sql_timeout_s"):
+        run_select(warehouse, CROSS_JOIN, limits=SqlLimits(timeout_s=1, memory_limit="4GB"))
+    assert time.monotonic() - started < 20  # interrupted, not run to the end (10^10 pairs)
+    assert run_select(warehouse, "SELECT count(*) FROM t").rows == [(50,)]
+
+
+def test_a_statement_needing_more_memory_than_the_limit_is_stopped(warehouse):
+    with pytest.raises(SqlLimitExceeded, match=r"more than 200MB of memory .*sql_memory_limit"):
+        run_select(warehouse, BIG_SORT, limits=SqlLimits(timeout_s=600, memory_limit="200MB"))
+    assert run_select(warehouse, "SELECT max(i) FROM t").rows == [(49,)]
+
+
+def test_rows_beyond_the_limit_are_not_returned_and_the_answer_says_so(warehouse):
+    result = run_select(warehouse, "SELECT i FROM t ORDER BY i", limits=SqlLimits(max_rows=7))
+    assert [r[0] for r in result.rows] == list(range(7)) and result.truncated
+    assert not run_select(warehouse, "SELECT i FROM t", limits=SqlLimits(max_rows=50)).truncated
+
+
+@pytest.mark.parametrize("statement, word", [
+    ("PRAGMA database_list", "PRAGMA"), ("pragma show_tables", "PRAGMA"), ("INSTALL httpfs", "INSTALL"),
+    ("LOAD httpfs", "LOAD"), ("/* hi */ PRAGMA version", "PRAGMA")])
+def test_pragmas_and_other_statements_are_refused_by_their_own_name(warehouse, statement, word):
+    with pytest.raises(SqlRefused, match=f"only SELECT statements are allowed, got {word}$"):
+        run_select(warehouse, statement)
+
+
+@pytest.mark.parametrize("statement", [
+    "SELECT path FROM duckdb_databases()", "SELECT * FROM pragma_database_list()",
+    "SELECT * FROM duckdb_settings()", "SELECT current_setting('temp_directory')"])
+def test_system_functions_that_show_server_paths_are_refused(warehouse, statement):
+    with pytest.raises(SqlRefused, match="the server's own files or settings"):
+        run_select(warehouse, statement)
+
+
+def test_error_messages_name_no_server_path(warehouse):
+    message = f"IO Error: Could not set lock on file \"{warehouse}\": Conflicting lock is held in {warehouse.parent}"
+    private = _private(message, warehouse)
+    assert str(warehouse.parent) not in private and "<home>" in private
+
+
+def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(warehouse):
+    env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": "1", "PATH": "/usr/bin:/bin",
+           "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", CROSS_JOIN], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines() == [
+        "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
