@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -105,12 +106,7 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
     checked = check_statement(statement)
     if not Path(warehouse).exists():
         raise FileNotFoundError(f"no warehouse at {warehouse}: materialize the assets first")
-    try:
-        con = duckdb.connect(str(warehouse), read_only=True, config={
-            "enable_external_access": False, "memory_limit": limits.memory_limit, "temp_directory": "",
-            "lock_configuration": True})
-    except duckdb.Error as exc:
-        raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
+    con = _open_read_only(warehouse, limits)
     timer = threading.Timer(limits.timeout_s, con.interrupt)
     timer.daemon = True
     timer.start()
@@ -137,6 +133,27 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
         timer.cancel()
         con.close()
     return SqlResult(columns, rows[:max_rows], len(rows) > max_rows, checked, types)
+
+
+def _open_read_only(warehouse: str | Path, limits: SqlLimits):
+    """The locked-down read-only connection; while a writer in another process holds the file's lock,
+    tried again (backing off) until the statement's time limit."""
+    config = {"enable_external_access": False, "memory_limit": limits.memory_limit, "temp_directory": "",
+              "lock_configuration": True}
+    deadline, delay = time.monotonic() + limits.timeout_s, 0.05
+    while True:
+        try:
+            return duckdb.connect(str(warehouse), read_only=True, config=config)
+        except duckdb.IOException as exc:
+            if "lock" not in str(exc).lower():
+                raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
+            if time.monotonic() > deadline:
+                raise SqlLimitExceeded(f"the warehouse was being written by another process for longer than "
+                                       f"{limits.timeout_s:g} s (setting sql_timeout_s); try again") from None
+            time.sleep(delay)
+            delay = min(delay * 2, 1.0)
+        except duckdb.Error as exc:
+            raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
 
 
 def _private(message: str, warehouse: str | Path) -> str:

@@ -75,3 +75,17 @@ def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(wa
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
+
+
+def test_a_reader_waits_for_a_writer_in_another_process_and_then_answers(warehouse):
+    writer = subprocess.Popen(
+        [sys.executable, "-c", "import duckdb, sys, time\n"
+         f"con = duckdb.connect({str(warehouse)!r})\nprint('locked', flush=True)\ntime.sleep(2)\ncon.close()"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert writer.stdout.readline().strip() == "locked"
+        with pytest.raises(SqlLimitExceeded, match="being written by another process"):
+            run_select(warehouse, "SELECT count(*) FROM t", limits=SqlLimits(timeout_s=0.2))
+        assert run_select(warehouse, "SELECT count(*) FROM t", limits=SqlLimits(timeout_s=60)).rows == [(50,)]
+    finally:
+        writer.wait(timeout=60)
