@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -66,3 +68,38 @@ def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp
     assert bad.stderr.strip().splitlines() == [
         f"sarag: error: invalid setting {home / 'sarag.toml'} metadata_capacity = -3: Input should be greater than 0"]
     assert not (home / "inbox" / "sarag.toml").exists()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory", "missing"])
+def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(tmp_path, damage):
+    home = tmp_path / "home"
+    home.mkdir()
+    warehouse = home / "warehouse.duckdb"
+    if damage == "garbage":
+        warehouse.write_bytes(bytes(range(256)) * 400)
+    elif damage == "directory":
+        warehouse.mkdir()
+    for args in (("search", "my printer jams"), ("ask", "my printer jams"), ("sql", "SELECT 1")):
+        result = sarag(*args, env_home=home)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "materialize" in result.stderr, (args, result.stderr)  # what to run
+    if damage != "missing":
+        sql = sarag("sql", "SELECT 1", env_home=home)
+        assert "cannot open the warehouse" in sql.stderr and str(home) not in sql.stderr
+
+
+def test_a_damaged_lancedb_table_is_named_with_what_to_run(tmp_path):
+    import lancedb
+
+    from sarag_assets.cli import damaged_store
+
+    db = lancedb.connect(str(tmp_path / "lancedb"))
+    db.create_table("table_rows", data=[{"id": "a", "text": "my printer jams"}])
+    for data_file in (tmp_path / "lancedb" / "table_rows.lance" / "data").iterdir():
+        data_file.unlink()
+    with pytest.raises(Exception) as raised:
+        lancedb.connect(str(tmp_path / "lancedb")).open_table("table_rows").to_arrow()
+    message = damaged_store(raised.value)
+    assert message and message.startswith("the LanceDB indices cannot be read") and "sarag materialize" in message
+    assert ".cargo" not in message and damaged_store(KeyError("x")) is None

@@ -146,23 +146,26 @@ def _open_read_only(warehouse: str | Path, limits: SqlLimits):
             return duckdb.connect(str(warehouse), read_only=True, config=config)
         except duckdb.IOException as exc:
             if "lock" not in str(exc).lower():
-                raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
+                raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is damaged, "
+                               "move it aside and rebuild it with `sarag materialize`") from None
             if time.monotonic() > deadline:
                 raise SqlLimitExceeded(f"the warehouse was being written by another process for longer than "
                                        f"{limits.timeout_s:g} s (setting sql_timeout_s); try again") from None
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
         except duckdb.Error as exc:
-            raise SqlError(f"cannot open the warehouse: {_private(_first_line(exc), warehouse)}") from None
+            raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is damaged, "
+                               "move it aside and rebuild it with `sarag materialize`") from None
 
 
 def _private(message: str, warehouse: str | Path) -> str:
     """``message`` without the server's paths: the warehouse's and its folder's."""
     path = Path(warehouse)
-    for shown in sorted({str(path.resolve()), str(path), str(path.resolve().parent), str(path.parent)},
-                        key=len, reverse=True):
+    names = {str(path.resolve()): f"<home>/{path.name}", str(path): f"<home>/{path.name}",
+             str(path.resolve().parent): "<home>", str(path.parent): "<home>"}
+    for shown in sorted(names, key=len, reverse=True):
         if shown not in ("", "."):
-            message = message.replace(shown, "<home>")
+            message = message.replace(shown, names[shown])
     return message
 
 
