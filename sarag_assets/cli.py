@@ -59,22 +59,19 @@ def cmd_generate(args) -> int:
 
 def cmd_land(args) -> int:
     from sarag_assets.core.ingest.drafts import FORMATS
-    from sarag_assets.core.ingest.landing import UnlandableName, copy_into_inbox, skipped_name
+    from sarag_assets.core.ingest.landing import copy_into_inbox, landing_refusal
 
     home = _home(args)
     if args.format and args.format not in FORMATS:
         raise CliError(f"unknown format {args.format!r}; known: {', '.join(FORMATS)}")
     for name in args.files:  # every file is checked before any is copied: all land or none
-        reason = skipped_name(Path(name).name)
         if not Path(name).is_file():
             raise CliError(f"{name}: no such file")
-        if reason:
-            raise CliError(f"{Path(name).name}: not landed: {reason}; rename the file")
+        refusal = landing_refusal(Path(name).name)
+        if refusal:
+            raise CliError(refusal)
     for name in args.files:
-        try:
-            print(copy_into_inbox(home, Path(name), args.format))
-        except UnlandableName as error:
-            raise CliError(str(error)) from error
+        print(copy_into_inbox(home, Path(name), args.format))
     return 0
 
 

@@ -144,18 +144,15 @@ def _open_read_only(warehouse: str | Path, limits: SqlLimits):
     while True:
         try:
             return duckdb.connect(str(warehouse), read_only=True, config=config)
-        except duckdb.IOException as exc:
-            if "lock" not in str(exc).lower():
-                raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is damaged, "
-                               "move it aside and rebuild it with `sarag materialize`") from None
+        except duckdb.Error as exc:
+            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+                raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is "
+                               "damaged, move it aside and rebuild it with `sarag materialize`") from None
             if time.monotonic() > deadline:
                 raise SqlLimitExceeded(f"the warehouse was being written by another process for longer than "
                                        f"{limits.timeout_s:g} s (setting sql_timeout_s); try again") from None
             time.sleep(delay)
             delay = min(delay * 2, 1.0)
-        except duckdb.Error as exc:
-            raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is damaged, "
-                               "move it aside and rebuild it with `sarag materialize`") from None
 
 
 def _private(message: str, warehouse: str | Path) -> str:

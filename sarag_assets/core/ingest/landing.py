@@ -39,6 +39,12 @@ def skipped_name(name: str) -> str | None:
     return None
 
 
+def landing_refusal(name: str) -> str | None:
+    """What `sarag land` says when refusing a file of this name, or None when it lands it."""
+    reason = skipped_name(name)
+    return f"{name}: not landed: {reason}; rename the file" if reason else None
+
+
 class FileVanished(OSError):
     """The inbox file disappeared (or became unreadable) while it was being landed."""
 
@@ -179,9 +185,9 @@ def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) 
     unless an inbox file of that name holds other bytes that no batch has landed yet (then under a free
     name beside it, so nothing accepted is overwritten before it lands). Raises UnlandableName for a
     name the scanner would skip."""
-    reason = skipped_name(source.name)
-    if reason:
-        raise UnlandableName(f"{source.name}: not landed: {reason}; rename the file")
+    refusal = landing_refusal(source.name)
+    if refusal:
+        raise UnlandableName(refusal)
     folder = home.inbox / source_format if source_format else home.inbox
     folder.mkdir(parents=True, exist_ok=True)
     data = source.read_bytes()
