@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -190,24 +191,32 @@ def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) 
         raise UnlandableName(refusal)
     folder = home.inbox / source_format if source_format else home.inbox
     folder.mkdir(parents=True, exist_ok=True)
-    data = source.read_bytes()
+    digest = _file_sha256(source)
     target = folder / source.name
     n = 1
-    while target.exists() and _unlanded_other_bytes(home, target, data):
+    while target.exists() and _unlanded_other_bytes(home, target, digest):
         n += 1
         target = folder / f"{_stem(source.name)}-{n}{_suffixes(source.name)}"
     tmp = folder / f".{target.name}.part"
-    tmp.write_bytes(data)
+    shutil.copyfile(source, tmp)
     tmp.replace(target)
     return target
 
 
-def _unlanded_other_bytes(home: Home, path: Path, data: bytes) -> bool:
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _unlanded_other_bytes(home: Home, path: Path, digest: str) -> bool:
     try:
-        held = path.read_bytes()
+        held = _file_sha256(path)
     except OSError:
         return False  # gone meanwhile: nothing to keep
-    return held != data and not landed_manifests(home, hashlib.sha256(held).hexdigest())
+    return held != digest and not landed_manifests(home, held)
 
 
 def _suffixes(name: str) -> str:
