@@ -493,20 +493,19 @@ class EmbeddedBackend:
         return gist_texts(an.turns, an.sentences) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
     def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
-        """Bring into memory in one batched call every vector the next `step` calls for these conversations
-        need: encoded for candidate_schema and dialogue_graph (the same results up to float noise), read
-        from the home's cache for extract_row (which encodes few of its listed sentences). A conversation
-        whose texts cannot be computed is skipped; its own call fails and is reported."""
+        """Bring into memory in one batched call every vector the next `step` calls need: encoded for
+        candidate_schema and dialogue_graph (same results up to float noise), read from the home's cache for
+        extract_row (which encodes few of its sentences). A conversation failing here fails in its call."""
+        if not conversations or step not in ("candidate_schema", "dialogue_graph", "extract_row"):
+            return
         if step == "candidate_schema":
             texts_of, texts = self._candidate_schema_texts, list(_SIGNAL_DESCRIPTIONS.values())
         elif step == "dialogue_graph":
             from sarag_assets.backends.embedded.graph import dialogue_graph_texts
 
             texts_of, texts = dialogue_graph_texts, []
-        elif step == "extract_row":
-            texts_of, texts = self._extraction_texts, []
         else:
-            return
+            texts_of, texts = self._extraction_texts, []
         for conversation in conversations:
             try:
                 texts.extend(texts_of(conversation))
