@@ -32,7 +32,6 @@ builds by running the structuring core functions with the switches on the same c
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -42,6 +41,7 @@ import numpy as np
 import polars as pl
 
 from sarag_assets.core.checks import RESERVED_COLUMNS, SNAKE_CASE
+from sarag_assets.core.ingest.landing import file_sha256
 from sarag_assets.core.structuring.gates import structural_gate
 from sarag_assets.core.structuring.interface import (
     CANONICAL_TYPES,
@@ -86,14 +86,6 @@ def _read_jsonl(path: Path) -> list[dict]:
         return []
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def find_benchmarks(root: Path) -> list[Benchmark]:

@@ -191,7 +191,7 @@ def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) 
         raise UnlandableName(refusal)
     folder = home.inbox / source_format if source_format else home.inbox
     folder.mkdir(parents=True, exist_ok=True)
-    digest = _file_sha256(source)
+    digest = file_sha256(source)
     target = folder / source.name
     n = 1
     while target.exists() and _unlanded_other_bytes(home, target, digest):
@@ -203,7 +203,8 @@ def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) 
     return target
 
 
-def _file_sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The file's SHA-256, read in blocks (a landed file can be gigabytes)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -213,7 +214,7 @@ def _file_sha256(path: Path) -> str:
 
 def _unlanded_other_bytes(home: Home, path: Path, digest: str) -> bool:
     try:
-        held = _file_sha256(path)
+        held = file_sha256(path)
     except OSError:
         return False  # gone meanwhile: nothing to keep
     return held != digest and not landed_manifests(home, held)
