@@ -112,7 +112,15 @@ def _print_summary(home, run) -> None:
             print(f"  {name:<20} {rows:>7} / {source_rows}")
         passages = store.counts("conversation_passages")
         print(f"  {'conversation_passages':<20} {passages:>7} passages of the conversations' own text")
-    print(f"warehouse: {home.warehouse} (wide view: conversation_table; open it read-only while no run writes)")
+    from sarag_assets.core import publication
+
+    state = publication.current(home)
+    if state is None:
+        print("published state: none yet (search, ask and sql answer once a state passes its checks)")
+    else:
+        print(f"published state: {state.id} ({state.counts.get('conversations', 0)} conversations, "
+              f"published {state.published_at}){'' if run.published else ' (unchanged by this run)'}")
+    print(f"warehouse: {home.warehouse} (wide view: conversation_table; `sarag sql` reads the published copy)")
 
 
 def cmd_demo(args) -> int:
@@ -190,9 +198,6 @@ def _open_engine(args):
         engine = Sarag(args.home)
     except HomeNotReady as exc:
         raise CliError(str(exc)) from None
-    if engine.missing_indices:
-        print(f"warning: this home has no {' or '.join(engine.missing_indices)} (indexed by an older sarag), so the "
-              "conversations' own text is not searched; `sarag materialize` adds them", file=sys.stderr)
     return engine
 
 
@@ -217,8 +222,8 @@ def cmd_search(args) -> int:
         except _query_errors() as exc:
             raise CliError(str(exc)) from None
     if args.json:
-        _print_json({"notes": result.query.notes, "entities": [e.as_dict() for e in result.query.entities],
-                     "hits": [h.as_dict() for h in result.hits]})
+        _print_json({"published_state": result.published_state, "notes": result.query.notes,
+                     "entities": [e.as_dict() for e in result.query.entities], "hits": [h.as_dict() for h in result.hits]})
         return 0
     for note in result.query.notes:
         print(f"note: {note}")
@@ -233,6 +238,7 @@ def cmd_search(args) -> int:
             print("    matched: " + ", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns))
         for column in list(hit.row)[:4]:
             print(f"    {column}: {_one_line(hit.row[column])}")
+    print(f"(published state {result.published_state})")
     return 0
 
 
@@ -243,14 +249,16 @@ def cmd_ask(args) -> int:
             answer = engine.answer(query, k=args.k)
         except _query_errors() as exc:
             raise CliError(str(exc)) from None
+        state = engine.publication.id
     if args.json:
-        _print_json(answer.as_dict())
+        _print_json({**answer.as_dict(), "published_state": state})
         return 0
     for note in answer.notes:
         print(f"note: {note}")
     print(answer.text)
     print(f"\n({answer.generated_by}; {'supported by' if answer.supported else 'NOT answered by'} the evidence)")
     print("citations: " + (", ".join(answer.citations) or "none"))
+    print(f"(published state {state})")
     return 0
 
 
@@ -262,27 +270,32 @@ def cmd_sql(args) -> int:
                 reply = engine.ask_sql(statement)
             except _query_errors() as exc:
                 raise CliError(str(exc)) from None
+            state = engine.publication.id
         if args.json:
-            _print_json(reply.as_dict())
+            _print_json({**reply.as_dict(), "published_state": state})
         else:
             print(f"SQL: {reply.sql}")
             print(reply.answer)
+            print(f"(published state {state})")
         return 0
+    from sarag_assets.query.engine import HomeNotReady, published_state
     from sarag_assets.query.sql import SqlError, SqlLimits, run_select
     from sarag_assets.settings import Settings
 
     settings = Settings.load(args.home)
     try:
-        result = run_select(settings.paths.warehouse, statement, limits=SqlLimits.from_settings(settings))
-    except (SqlError, FileNotFoundError) as exc:
+        state = published_state(settings.paths)
+        result = run_select(state.warehouse, statement, limits=SqlLimits.from_settings(settings))
+    except (SqlError, FileNotFoundError, HomeNotReady) as exc:
         raise CliError(str(exc)) from None
     if args.json:
-        _print_json({"columns": result.columns, "rows": [list(r) for r in result.rows], "truncated": result.truncated})
+        _print_json({"published_state": state.id, "columns": result.columns, "rows": [list(r) for r in result.rows],
+                     "truncated": result.truncated})
         return 0
     print(" | ".join(result.columns))
     for row in result.rows:
         print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
-    print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''})")
+    print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''}; published state {state.id})")
     return 0
 
 
@@ -435,9 +448,13 @@ def damaged_store(exc: BaseException) -> str | None:
     (what is wrong and what to run), or None for any other error."""
     import duckdb
 
+    from sarag_assets.core.publication import PublicationError
+
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     first = re.sub(r",?\s*\S*/\.cargo/\S+", "", first)[:240]  # the library's own source location
     rebuild = "move the home's warehouse.duckdb and lancedb/ aside and rebuild them with `sarag materialize`"
+    if isinstance(exc, PublicationError):
+        return f"{first}; publish again with `sarag materialize` (it re-publishes the current state)"
     if isinstance(exc, duckdb.Error):
         return f"the warehouse cannot be read ({first}); if it is damaged, {rebuild}"
     lance = type(exc).__module__.split(".")[0] in ("lance", "lancedb", "pyarrow") or "lance" in first.lower()

@@ -24,6 +24,7 @@ from sarag_assets.defs.jobs import (
     refresh_rows_job,
     value_mentions_job,
 )
+from sarag_assets.defs.publication import publish_job, published_state, staged_state
 from sarag_assets.defs.refinement import dialogue_graphs, pseudo_documents
 from sarag_assets.defs.resources import (
     EmbedderResource,
@@ -50,10 +51,11 @@ Settings.load()
 defs = dg.Definitions(
     assets=[
         ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-        feature_clusters, value_mentions, lancedb_indices, table_quality_report, preference_pairs, retrieval_evaluation,
+        feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report, preference_pairs,
+        retrieval_evaluation,
     ],
     jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
-          optimize_indices_job,
+          optimize_indices_job, publish_job,
           evaluation_job, retrieval_evaluation_job],
     sensors=[inbox_sensor, automation_sensor],
     schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],

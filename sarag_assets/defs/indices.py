@@ -3,7 +3,7 @@ lancedb_indices[batch]."""
 
 import dagster as dg
 
-from sarag_assets.core import warehouse
+from sarag_assets.core import publication, warehouse
 from sarag_assets.core.indices.cluster_updates import (
     save_cluster_update,
     update_clusters,
@@ -145,7 +145,8 @@ def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, st
     encoder = embedder.embedder(settings)
     rows = batch_index_rows(linearized_rows(table, columns), documents, nodes, current_ids, turns,
                             getattr(encoder, "fits", None))
-    store = IndexStore(str(home.lancedb), dimension=encoder.dimension)
+    store = IndexStore(str(home.lancedb), dimension=encoder.dimension,
+                       keep_versions_since=publication.keep_versions_since(home))
     written, outcomes = {}, {}
     for name, frame in encode_tables(rows, encoder.encode).items():
         result = store.replace_batch(name, key, frame, superseded_dialogue_ids=current_ids)

@@ -51,9 +51,11 @@ value_mentions_job = dg.define_asset_job(
 
 @dg.op(description="Compact the LanceDB tables and bring their indices up to date.")
 def optimize_lancedb(context: dg.OpExecutionContext, sarag_home: SaragHome):
+    from sarag_assets.core import publication
     from sarag_assets.core.indices.store import IndexStore
 
-    store = IndexStore(str(sarag_home.home().lancedb))
+    home = sarag_home.home()
+    store = IndexStore(str(home.lancedb), keep_versions_since=publication.keep_versions_since(home))
     report = store.optimize()
     context.log.info(f"optimized: {report}")
 

@@ -8,7 +8,7 @@ from sarag_assets.defs.resources import SaragHome
 
 
 @dg.asset(
-    deps=["lancedb_indices", "feature_clusters", "value_mentions"],
+    deps=["published_state"],
     group_name="evaluation",
     kinds={"python"},
     description="The sarag eval report (baselines text_freq/bm25/dense and the query module's sdr/table/trag/"
@@ -17,7 +17,7 @@ from sarag_assets.defs.resources import SaragHome
     "`sarag eval` runs them.",
 )
 def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHome) -> dg.MaterializeResult:
-    from sarag_assets.core import warehouse
+    from sarag_assets.core import publication, warehouse
     from sarag_assets.evaluation.queries import load_queries
     from sarag_assets.evaluation.report import render_bar_chart, render_markdown
     from sarag_assets.evaluation.scoring import (
@@ -30,7 +30,10 @@ def retrieval_evaluation(context: dg.AssetExecutionContext, sarag_home: SaragHom
     settings = sarag_home.settings()
     home = settings.paths.ensure()
     benchmarks = sorted(home.root.glob("generated/*/queries.jsonl"))
-    with warehouse.connect(home.warehouse, read_only=True) as con:
+    published = publication.current(home)
+    if published is None:
+        raise dg.Failure("nothing is published yet")
+    with warehouse.connect(published.warehouse, read_only=True) as con:
         current = warehouse.current_dialogue_ids(con)
     queries, skipped = [], []
     for path in benchmarks:

@@ -29,6 +29,7 @@ class PipelineRun:
     indexed: list[str] = field(default_factory=list)  # batches written to LanceDB
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    published: str | None = None  # the state id readers now see, when this run published one
 
 
 def _already_ran(instance: dg.DagsterInstance, run_key: str) -> bool:
@@ -109,13 +110,43 @@ def land_and_process(
         )
         if not run.success:
             outcome.failed.append("evaluation")
-    if _outdated(instance, "retrieval_evaluation", ["lancedb_indices", "feature_clusters", "value_mentions"], None):
+    _publish(defs, instance, outcome, raise_on_error=raise_on_error, tags=runner)
+    if _outdated(instance, "retrieval_evaluation", ["published_state"], None):
         run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("retrieval_evaluation")
     return outcome
+
+
+def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, **options) -> None:
+    """Stage, audit and publish what changed, unless a step failed: readers keep the last good state."""
+    from sarag_assets.defs.publication import STAGED_FROM
+
+    if outcome.failed:
+        outcome.problems.append("nothing published: a step failed; readers keep the last published state")
+        return
+    if not (_outdated(instance, "staged_state", STAGED_FROM, None)
+            or _outdated(instance, "published_state", ["staged_state"], None) or not _readable_state(defs)):
+        return
+    run = defs.resolve_job_def("publish_job").execute_in_process(instance=instance, run_config=QUIET, **options)
+    if run.success:
+        outcome.published = run.asset_materializations_for_node("published_state")[0].metadata["state_id"].value
+    else:
+        outcome.failed.append("published_state")
+        outcome.problems.append("nothing published: the staged state failed its audit; readers keep the last "
+                                "published state (see staged_state's checks in the Dagster UI)")
+
+
+def _readable_state(defs: dg.Definitions) -> bool:
+    """Whether the home's published state opens (a damaged or deleted one is published again)."""
+    from sarag_assets.core import publication
+
+    try:
+        return publication.current(defs.resources["sarag_home"].home()) is not None
+    except publication.PublicationError:
+        return False
 
 
 def _batches_without_text_index(defs: dg.Definitions, keys: list[str]) -> set[str]:

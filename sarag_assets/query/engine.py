@@ -1,10 +1,9 @@
 """Structure-aware retrieval over what the asset graph materialized. No Dagster imports.
 
-`Sarag(home)` opens a home read-only: the governed table's cells, the cluster model and the row vectors
-are read once (DuckDB opened read-only and closed again, so a running pipeline is not blocked); LanceDB
-is opened for reading. The dense channels' vectors are read from it on the first search and searched
-exactly in memory (`query.dense`); full-text search asks LanceDB each time. So an opened home is a
-snapshot, except for full-text hits: reopen it to search batches materialized since.
+`Sarag(home)` opens the home's last published state (`core.publication`): its read-only warehouse copy
+and the LanceDB table versions it pinned, whatever the pipeline is writing meanwhile. The governed
+table's cells, the cluster model and the row vectors are read once; full-text search asks LanceDB (at
+the pinned version) each time. `refresh()` moves an opened engine to a newer published state.
 `search(query, k)` fuses these channels into one ranking (`query.fusion`), the conversation's own text
 first:
 
@@ -54,7 +53,6 @@ from sarag_assets.core.indices.store import (
     ISSUE_DOCUMENTS,
     SOLUTION_DOCUMENTS,
     TABLE_ROWS,
-    IndexStore,
 )
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import fuse
@@ -127,6 +125,7 @@ class SearchResult:
     query: Query
     hits: list[SearchHit]
     query_vector: np.ndarray
+    published_state: str | None = None  # the id of the published state the hits come from
 
     def ids(self) -> list[str]:
         return [h.dialogue_id for h in self.hits]
@@ -139,29 +138,37 @@ class Sarag:
                  settings: SearchSettings | None = None, llm=None):
         self.config = Settings.load(home.root if isinstance(home, Home) else home)
         self.home = home if isinstance(home, Home) else self.config.paths
-        if not self.home.warehouse.exists():
-            raise HomeNotReady(f"no warehouse at {self.home.warehouse}: run the pipeline first (sarag materialize)")
         self.settings = settings or SearchSettings()
         self._embedder = embedder
         self._llm = llm
-        self.store = IndexStore.open_for_read(str(self.home.lancedb))
-        if TABLE_ROWS not in self.store.tables():
-            raise HomeNotReady(f"no LanceDB indices under {self.home.lancedb}: materialize lancedb_indices first")
-        # a home indexed before the text indices: searched by its structured views until re-indexed
-        self.missing_indices = _missing_text_indices(self.store)
+        # BM25, the route and (until their vectors are read) the three dense searches: none waits for a worker
+        self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="sarag-search")
+        self._open_state(published_state(self.home))
+
+    def _open_state(self, state) -> None:
+        """Read everything a search needs from one published state (see `core.publication`)."""
+        self.publication = state
+        self.store = state.index_store(str(self.home.lancedb))
         self.dense = DenseIndexes(self.store, max_rows=self.config.exact_search_max_rows)
         self._load_warehouse()
         self._cluster_index = None
         self._cluster_model = None
-        # BM25, the route and (until their vectors are read) the three dense searches: none waits for a worker
-        self._pool = ThreadPoolExecutor(max_workers=5, thread_name_prefix="sarag-search")
+
+    def refresh(self) -> bool:
+        """Switch to the newest published state if it is newer than the one this engine reads. Call it
+        between searches: a service that searches from many threads opens a new Sarag and swaps it in."""
+        state = published_state(self.home)
+        if state.id == self.publication.id:
+            return False
+        self._open_state(state)
+        return True
 
     # ---- opening ----------------------------------------------------------------------------------
 
     def _load_warehouse(self) -> None:
         from sarag_assets.core import warehouse
 
-        with warehouse.connect(self.home.warehouse, read_only=True) as con:
+        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
             state = warehouse.latest_governance_state(con)
             columns = json.loads(state[1])["columns"] if state else []
             self.metadata_version = state[0] if state else None
@@ -289,7 +296,7 @@ class Sarag:
             row = self.rows.get(dialogue_id, {})
             matched = [e.as_dict() for e in parsed.entities if row.get(e.column) == e.value]
             hits.append(SearchHit(dialogue_id, float(fused[dialogue_id]), rank, found, matched, dict(row)))
-        return SearchResult(parsed, hits, vector)
+        return SearchResult(parsed, hits, vector, self.publication.id)
 
     # ---- answers ------------------------------------------------------------------------------------
 
@@ -332,7 +339,7 @@ class Sarag:
 
         if not dialogue_ids:
             return []
-        with warehouse.connect(self.home.warehouse, read_only=True) as con:
+        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
             nodes, edges = warehouse.graph_of(con, dialogue_ids)
         where = "dialogue_id IN (" + ", ".join(sql_string(d) for d in dialogue_ids) + ")"
         similarity = {(h["dialogue_id"], h.get("node_id")): float(h["score"])
@@ -364,7 +371,8 @@ class Sarag:
         SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
         from sarag_assets.query.sql import SqlLimits, run_select
 
-        return run_select(self.home.warehouse, statement, max_rows=max_rows, limits=SqlLimits.from_settings(self.config))
+        return run_select(self.publication.warehouse, statement, max_rows=max_rows,
+                          limits=SqlLimits.from_settings(self.config))
 
     def schema(self) -> str:
         """The tables a question can be answered from, for people and for the LLM."""
@@ -565,14 +573,17 @@ class RowShares:
         return out
 
 
-def _missing_text_indices(store: IndexStore) -> list[str]:
-    """The text tables a home lacks, or holds for fewer conversations than `table_rows` (batches indexed
-    by a sarag from before them: the UI's automation indexes new batches only)."""
-    present = store.tables()
-    missing = [t for t in (CONVERSATION_PASSAGES, CONVERSATION_TEXTS) if t not in present]
-    if not missing and store.counts(CONVERSATION_TEXTS) < store.counts(TABLE_ROWS):
-        missing = [f"{CONVERSATION_TEXTS} for every conversation"]
-    return missing
+def published_state(home: Home):
+    """The home's published state; HomeNotReady before anything was published."""
+    from sarag_assets.core import publication
+
+    state = publication.current(home)
+    if state is not None:
+        return state
+    if not home.warehouse.exists():
+        raise HomeNotReady(f"no warehouse at {home.warehouse}: run the pipeline first (sarag materialize)")
+    raise HomeNotReady("nothing is published in this home yet: `sarag materialize` publishes the state once "
+                       "every check of what it wrote has passed")
 
 
 def _limit_query_threads(threads: int) -> int | None:

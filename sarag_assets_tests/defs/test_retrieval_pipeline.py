@@ -6,7 +6,7 @@ from __future__ import annotations
 import duckdb
 import numpy as np
 
-from sarag_assets.core import warehouse
+from sarag_assets.core import publication, warehouse
 from sarag_assets.core.encoding.embedder import default_embedder
 from sarag_assets.core.indices.documents import text_index_rows
 from sarag_assets.core.indices.store import TABLES, IndexStore
@@ -137,21 +137,25 @@ def test_index_follows_batches_versions_and_interrupted_runs(home, instance, def
     defs.resolve_job_def("index_batch_job").execute_in_process(partition_key=batch2, instance=instance)
     assert_index_matches_warehouse(home)
 
-    # A home indexed before the text indices existed gets them on the next run, nothing else redone.
+    # A batch missing from a text index (indexed before it existed, or cut off) is indexed again on the
+    # next run, nothing else redone; readers meanwhile keep the published state, which still holds it.
     import lancedb
 
+    land_and_process(defs, instance, raise_on_error=True)
+    published = publication.current(home)
     db = lancedb.connect(str(home.lancedb))
-    db.open_table("conversation_texts").delete("dialogue_id = 'c1'")  # a batch indexed before them, partly
+    db.open_table("conversation_texts").delete("dialogue_id = 'c1'")
     with Sarag(home) as engine:
-        assert engine.missing_indices == ["conversation_texts for every conversation"]
+        assert engine.publication.id == published.id
+        text_hits = engine.search("printer paper jam", 3, settings=SearchSettings.only("conversation_text"))
+        assert text_hits[0].dialogue_id == "c1"
     for table in ("conversation_passages", "conversation_texts"):
         db.drop_table(table)
-    with Sarag(home) as engine:  # still searchable meanwhile, by its structured views
-        assert engine.missing_indices == ["conversation_passages", "conversation_texts"]
-        assert engine.search("printer paper jam", 3)[0].dialogue_id == "c1"
     upgraded = land_and_process(defs, instance, raise_on_error=True)
     assert sorted(upgraded.indexed) == sorted(instance.get_dynamic_partitions("conversation_batches"))
+    assert upgraded.published and upgraded.published != published.id
     assert_index_matches_warehouse(home)
     assert not land_and_process(defs, instance, raise_on_error=True).indexed
     with Sarag(home) as engine:
-        assert engine.missing_indices == []
+        assert engine.publication.id == upgraded.published
+        assert engine.search("printer paper jam", 3)[0].dialogue_id == "c1"

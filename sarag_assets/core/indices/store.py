@@ -34,8 +34,11 @@ Searching: `vector_search` (cosine), `text_search` (BM25 through a `MatchQuery`,
 parsed as query syntax), `hybrid_search` (reciprocal-rank fusion of the two lists, ties broken by id).
 `where` is a Lance SQL filter written by the caller's code, never by an end user.
 
-The query side opens the store with `IndexStore.open_for_read(uri)`: it never creates, writes, or
-migrates anything, and a missing store or table reads as empty.
+The query side opens the store with `IndexStore.open_for_read(uri, versions=...)`: it never creates,
+writes, or migrates anything, a missing store or table reads as empty, and with `versions` every table
+is read at the version a publication named (`core.publication`), whatever writers commit meanwhile.
+Writers pass `keep_versions_since`, the commit time of the oldest version a publication still names:
+no cleanup (`optimize`, `ensure_indices`) removes a version committed since then.
 
 `uri` is anything `lancedb.connect` accepts: a local folder or an object-store URI (`s3://`, `gs://`,
 `az://`, with `storage_options`). Nothing here assumes a local path.
@@ -49,7 +52,7 @@ import random
 import re
 import time
 from dataclasses import asdict, dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -167,6 +170,8 @@ class IndexStore:
         refine_factor: int = 40,
         write_timeout_s: float = 120.0,
         storage_options: dict[str, str] | None = None,
+        versions: dict[str, int] | None = None,
+        keep_versions_since: datetime | None = None,
     ):
         if ann_index_type not in ("IVF_PQ", "IVF_HNSW_SQ"):
             raise ValueError(f"ann_index_type must be IVF_PQ or IVF_HNSW_SQ, not {ann_index_type!r}")
@@ -183,12 +188,17 @@ class IndexStore:
             None if read_consistency_interval_s is None else timedelta(seconds=read_consistency_interval_s)
         )
         self._storage_options = storage_options
+        if versions is not None and not read_only:
+            raise ValueError("a store pinned to table versions is for reading only")
+        self.versions = dict(versions) if versions is not None else None
+        self.keep_versions_since = keep_versions_since
         self._db = None
         self._tables: dict[str, Any] = {}
 
     @classmethod
     def open_for_read(cls, uri: str, **kwargs: Any) -> "IndexStore":
-        """A store that never writes: no table, folder, index or key is ever created or changed."""
+        """A store that never writes: no table, folder, index or key is ever created or changed.
+        ``versions={table: version}`` pins each table at that version; a table not named reads as absent."""
         return cls(uri, read_only=True, **kwargs)
 
     # ---- connection and tables ----------------------------------------------------------------
@@ -218,6 +228,8 @@ class IndexStore:
         self._check_name(table)
         if table in self._tables:
             return self._tables[table]
+        if self.versions is not None and table not in self.versions:
+            return None
         db = self._connect()
         if db is None:
             return None
@@ -225,6 +237,8 @@ class IndexStore:
             handle = db.open_table(table)
         except ValueError:  # "Table '...' was not found"
             return None
+        if self.versions is not None:
+            handle.checkout(self.versions[table])
         if not self.read_only and not _primary_key(handle.schema):
             try:  # a table made before the key was declared
                 handle.set_unenforced_primary_key("id")
@@ -465,7 +479,7 @@ class IndexStore:
         done["unindexed_rows"] = unindexed
         done["optimized"] = False
         if any(unindexed.values()):
-            handle.optimize()
+            handle.optimize(cleanup_older_than=self._cleanup_age(timedelta(days=7)))  # Lance's own default
             done["optimized"] = True
         return done
 
@@ -485,7 +499,8 @@ class IndexStore:
             started = time.perf_counter()
             before = handle.stats()
             version = handle.version
-            _retrying(lambda: handle.optimize(cleanup_older_than=timedelta(days=cleanup_older_than_days)))
+            age = self._cleanup_age(timedelta(days=cleanup_older_than_days))
+            _retrying(lambda: handle.optimize(cleanup_older_than=age))
             after = handle.stats()
             report[name] = {
                 "rows": after["num_rows"],
@@ -496,6 +511,32 @@ class IndexStore:
                 "seconds": round(time.perf_counter() - started, 3),
             }
         return report
+
+    def _cleanup_age(self, wanted: timedelta) -> timedelta:
+        """`wanted`, stretched so that no version committed since `keep_versions_since` is removed."""
+        if self.keep_versions_since is None:
+            return wanted
+        since = self.keep_versions_since
+        if since.tzinfo is None:
+            since = since.replace(tzinfo=timezone.utc)
+        return max(wanted, datetime.now(timezone.utc) - since + timedelta(minutes=1))
+
+    def version_of(self, table: str) -> tuple[int, datetime] | None:
+        """The table's latest version and the time it was committed (what a publication pins), or None."""
+        handle = self._open(table)
+        if handle is None:
+            return None
+        version = handle.version
+        stamp = next(v["timestamp"] for v in handle.list_versions() if v["version"] == version)
+        return version, stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+    def row_keys(self, table: str) -> pa.Table:
+        """Every row's id, dialogue_id and batch_key (what an audit compares with the warehouse)."""
+        handle = self._open(table)
+        if handle is None:
+            return pa.table({"id": pa.array([], pa.string()), "dialogue_id": pa.array([], pa.string()),
+                             "batch_key": pa.array([], pa.string())})
+        return handle.search().select(["id", "dialogue_id", "batch_key"]).limit(None).to_arrow()
 
     def index_status(self, table: str) -> dict[str, Any]:
         """Each index on the table: type, indexed and unindexed rows."""
