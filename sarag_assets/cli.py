@@ -455,6 +455,8 @@ def damaged_store(exc: BaseException) -> str | None:
     rebuild = "move the home's warehouse.duckdb and lancedb/ aside and rebuild them with `sarag materialize`"
     if isinstance(exc, PublicationError):
         return f"{first}; publish again with `sarag materialize` (it re-publishes the current state)"
+    if isinstance(exc, duckdb.Error) and f"{os.sep}published{os.sep}" in str(exc):
+        return f"the published state cannot be read ({first}); `sarag materialize` publishes the current state again"
     if isinstance(exc, duckdb.Error):
         return f"the warehouse cannot be read ({first}); if it is damaged, {rebuild}"
     lance = type(exc).__module__.split(".")[0] in ("lance", "lancedb", "pyarrow") or "lance" in first.lower()

@@ -60,3 +60,27 @@ def write_jsonl(path: Path, conversations: list[dict]) -> Path:
 
 def conversation(dialogue_id: str, *turns: tuple[str, str]) -> dict:
     return {"dialogue_id": dialogue_id, "turns": [{"speaker": s, "text": t} for s, t in turns]}
+
+
+def publish_as_is(root: Path, warehouse_bytes: bytes | None = None, *, copy_of: Path | None = None):
+    """Make `root` a home whose published state holds a warehouse copy (the bytes given, or a copy of a
+    file) and no LanceDB table, as a reader finds it. The pipeline itself publishes only what passes
+    its audit; this is for tests of what readers do with a given (or damaged) state."""
+    import json
+    import shutil
+
+    from sarag_assets.core import publication
+    from sarag_assets.settings import Home
+
+    home = Home(root)
+    folder = publication.folder(home)
+    folder.mkdir(parents=True, exist_ok=True)
+    state = publication.PublishedState(id="20260101T000000000000Z-test00", folder=folder, staged_at="2026-01-01",
+                                       published_at="2026-01-01", lancedb={}, counts={}, audit={})
+    if copy_of is not None:
+        shutil.copyfile(copy_of, state.warehouse)
+    elif warehouse_bytes is not None:
+        state.warehouse.write_bytes(warehouse_bytes)
+    state.record_path.write_text(json.dumps(state.as_dict()))
+    (folder / publication.CURRENT).write_text(state.id)
+    return state

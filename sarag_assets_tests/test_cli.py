@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from sarag_assets_tests.conftest import publish_as_is
+
 ROOT = Path(__file__).parent.parent
 
 
@@ -70,23 +72,26 @@ def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp
     assert not (home / "inbox" / "sarag.toml").exists()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "directory", "missing"])
+@pytest.mark.parametrize("damage", ["garbage", "directory", "missing copy", "unpublished", "no home"])
 def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(tmp_path, damage):
     home = tmp_path / "home"
-    home.mkdir()
-    warehouse = home / "warehouse.duckdb"
-    if damage == "garbage":
-        warehouse.write_bytes(bytes(range(256)) * 400)
-    elif damage == "directory":
-        warehouse.mkdir()
+    if damage in ("garbage", "directory", "missing copy"):
+        state = publish_as_is(home, bytes(range(256)) * 400 if damage == "garbage" else None)
+        if damage == "directory":
+            state.warehouse.mkdir()
+    elif damage == "unpublished":  # a warehouse that was never published (or is being built)
+        home.mkdir()
+        (home / "warehouse.duckdb").write_bytes(bytes(range(256)) * 400)
     for args in (("search", "my printer jams"), ("ask", "my printer jams"), ("sql", "SELECT 1")):
         result = sarag(*args, env_home=home)
         assert result.returncode == 2, (args, result.stderr)
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert "materialize" in result.stderr, (args, result.stderr)  # what to run
-    if damage != "missing":
-        sql = sarag("sql", "SELECT 1", env_home=home)
+    sql = sarag("sql", "SELECT 1", env_home=home)
+    if damage == "garbage":
         assert "cannot open the warehouse" in sql.stderr and str(home) not in sql.stderr
+    elif damage in ("directory", "missing copy"):
+        assert "has lost its warehouse copy" in sql.stderr
 
 
 def test_a_damaged_lancedb_table_is_named_with_what_to_run(tmp_path):

@@ -154,6 +154,21 @@ def current(home: Home) -> PublishedState | None:
     return state
 
 
+def readable(home: Home) -> bool:
+    """Whether the published state opens and its warehouse copy answers (else it is published again)."""
+    import duckdb
+
+    try:
+        state = current(home)
+        if state is None:
+            return False
+        with duckdb.connect(str(state.warehouse), read_only=True) as con:
+            con.execute("SELECT count(*) FROM current_dialogue_versions").fetchone()
+        return True
+    except (PublicationError, duckdb.Error):
+        return False
+
+
 def staged(home: Home, state_id: str) -> PublishedState:
     return _read_record(folder(home) / f"{state_id}.json")
 

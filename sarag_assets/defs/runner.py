@@ -143,10 +143,7 @@ def _readable_state(defs: dg.Definitions) -> bool:
     """Whether the home's published state opens (a damaged or deleted one is published again)."""
     from sarag_assets.core import publication
 
-    try:
-        return publication.current(defs.resources["sarag_home"].home()) is not None
-    except publication.PublicationError:
-        return False
+    return publication.readable(defs.resources["sarag_home"].home())
 
 
 def _batches_without_text_index(defs: dg.Definitions, keys: list[str]) -> set[str]:

@@ -11,6 +11,7 @@ import duckdb
 import pytest
 
 from sarag_assets.query.sql import SqlLimitExceeded, SqlLimits, SqlRefused, _private, run_select
+from sarag_assets_tests.conftest import publish_as_is
 
 CROSS_JOIN = "SELECT count(*) FROM range(100000) a, range(100000) b WHERE a.range + b.range = -1"
 BIG_SORT = "SELECT range, random() AS r FROM range(100000000) ORDER BY r"
@@ -68,6 +69,7 @@ def test_error_messages_name_no_server_path(warehouse):
 
 
 def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(warehouse):
+    publish_as_is(warehouse.parent, copy_of=warehouse)
     env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": "1", "PATH": "/usr/bin:/bin",
            "HF_HUB_OFFLINE": "1"}
     result = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", CROSS_JOIN], env=env,
