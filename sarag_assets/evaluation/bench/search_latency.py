@@ -18,8 +18,6 @@ Where the time goes, measured without changing the engine:
 - the stages alone on the same queries: query understanding, the query embedding (cache emptied), each
   channel's own call with the vector precomputed (`Sarag._dense`, `_text`, `_route`, `_entity_shares`),
   run one after the other (the engine runs them in a thread pool: on two cores they compete);
-- the same `search` with the LanceDB store opened as a snapshot (`read_consistency_interval_s=None`)
-  instead of the engine's default (0: the latest table version is checked on every read);
 - the same `search` with the query encoded by sentence-transformers in torch instead of the engine's
   ONNX Runtime export (`SARAG_QUERY_RUNTIME`), on the same number of threads.
 
@@ -203,19 +201,6 @@ def torch_runtime_timings(engine, queries, k: int) -> dict:
         engine._embedder = original
 
 
-def snapshot_store_timings(engine, queries, k: int) -> dict:
-    """`search` with the LanceDB store opened as a snapshot (no version check per read)."""
-    from sarag_assets.core.indices.store import IndexStore
-
-    original = engine.store
-    engine.store = IndexStore.open_for_read(str(engine.home.lancedb), read_consistency_interval_s=None)
-    try:
-        time_search(engine, queries[:5], k)
-        return summary(time_search(engine, queries, k))
-    finally:
-        engine.store = original
-
-
 # ---- cold start ----------------------------------------------------------------------------------------
 
 def _env() -> dict[str, str]:
@@ -297,7 +282,7 @@ def build_replicated_home(base: Path, out: Path, replicas: int, *, noise_cos: fl
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from sarag_assets.core import warehouse
+    from sarag_assets.core import publication, warehouse
     from sarag_assets.core.indices.clusters import clusters_frame, fit_clusters
     from sarag_assets.core.indices.documents import linearized_rows
     from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
@@ -380,6 +365,9 @@ def build_replicated_home(base: Path, out: Path, replicas: int, *, noise_cos: fl
         warehouse.replace_table(con, "cluster_assignments", model.fit_assignments)
         warehouse.replace_table(con, "clusters", clusters_frame(model))
     seconds["clusters"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    publication.promote(dst, publication.stage(dst).id)  # readers open published states only
+    seconds["publish"] = round(time.perf_counter() - t, 1)
 
     report = {"base": str(Path(base).resolve()), "replicas": replicas, "noise_cos": noise_cos, "noise_sigma": sigma,
               "seed": seed, "duckdb_rows": counts, "lancedb_rows": lance_counts,
@@ -409,7 +397,7 @@ def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_
     import polars as pl
 
     from sarag_assets.backends.embedded import EmbeddedBackend
-    from sarag_assets.core import warehouse
+    from sarag_assets.core import publication, warehouse
     from sarag_assets.core.encoding.embedder import Embedder
     from sarag_assets.core.indices.cluster_updates import (
         save_cluster_update,
@@ -524,6 +512,9 @@ def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_
     with warehouse.connect(home.warehouse) as con:
         save_cluster_update(con, update)
     seconds["feature_clusters"] = round(time.perf_counter() - t, 1)
+    t = time.perf_counter()
+    publication.promote(home, publication.stage(home).id)  # readers open published states only
+    seconds["publish"] = round(time.perf_counter() - t, 1)
     report = {"procedure": "core functions without Dagster (build_core_home)", "n": n, "seed": seed,
               "metadata_from": str(Path(metadata_from).resolve()), "metadata_version": state[0],
               "metadata_columns": [c.name for c in metadata.columns], "graphs": graphs, "batch_size": batch_size,
@@ -573,7 +564,6 @@ def run(home: Path, queries_path: Path | None, n_queries: int, k: int, *, cli_ru
         result["profile_queries"] = len(sample)
         result["channels_ms"] = channel_timings(engine, sample, k)
         result["stages_ms"] = stage_timings(engine, sample, k)
-        result["search_ms_snapshot_store"] = snapshot_store_timings(engine, sample, k)
     result["search_ms_torch_runtime"] = torch_runtime_timings(engine, queries, k)
     engine.close()
     result["load_during_in_process"] = {"start": load_start, "end": _load()}
@@ -607,9 +597,6 @@ def markdown(result: dict) -> str:
     lines.append(f"| search, query encoded by torch instead of {result['query_runtime']} | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
     c = result["search_ms_embedding_cached"]
     lines.append(f"| search, query embedding cached | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
-    if "search_ms_snapshot_store" in result:
-        c = result["search_ms_snapshot_store"]
-        lines.append(f"| search, LanceDB opened as a snapshot | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
     for name, c in result.get("channels_ms", {}).items():
         lines.append(f"| retrieve, only `{name}` (embedding cached) | {c['p50']} | {c['p95']} | {c['p99']} | {c['mean']} |")
     for name, c in result.get("stages_ms", {}).items():
