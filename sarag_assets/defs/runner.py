@@ -52,6 +52,11 @@ def land_and_process(
     sensor = defs.resolve_sensor_def("inbox_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
         result = sensor(context)
+    from sarag_assets.core.ingest.landing import skipped_in_inbox
+
+    resource = defs.resources.get("sarag_home")
+    if resource is not None and hasattr(resource, "home"):
+        outcome.problems.extend(skipped_in_inbox(resource.home()))
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     batch_job = defs.resolve_job_def(sensor.job_name)

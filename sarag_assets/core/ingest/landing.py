@@ -115,6 +115,20 @@ def list_inbox(home: Home) -> list[Path]:
     return sorted(files)
 
 
+def skipped_in_inbox(home: Home) -> list[str]:
+    """One line per inbox file the scanner leaves alone (hidden, partial download, editor backup): not
+    quarantined, since a tool may still be writing it, but never silent either."""
+    if not home.inbox.exists():
+        return []
+    out = []
+    for path in sorted(home.inbox.rglob("*")):
+        rel = path.relative_to(home.inbox)
+        reasons = [r for part in rel.parts if (r := skipped_name(part))]
+        if path.is_file() and reasons:
+            out.append(f"inbox/{rel.as_posix()}: not landed: {reasons[0]}; rename it to land it")
+    return out
+
+
 def format_override(home: Home, path: Path, known_formats: tuple[str, ...]) -> str | None:
     """A file under `inbox/<format>/` is parsed as that format instead of being auto-detected."""
     rel = path.relative_to(home.inbox)
@@ -277,13 +291,13 @@ def land_file(home: Home, path: Path, *, max_per_batch: int) -> list[BatchManife
 class InboxScan:
     manifests: list[BatchManifest]  # batches of files that are new or changed since the last scan
     seen: dict[str, list]  # relative path -> [size, mtime_ns, sha256]: the next scan's memory
-    problems: list[str]  # files that could not be landed this time (retried on the next scan)
+    problems: list[str]  # files not landed this time: skipped names, or failed (retried on the next scan)
 
 
 def scan_inbox(home: Home, seen: dict[str, list], *, max_per_batch: int) -> InboxScan:
     """Land every inbox file that is new or whose content changed since `seen` was recorded."""
     manifests: list[BatchManifest] = []
-    problems: list[str] = []
+    problems: list[str] = skipped_in_inbox(home)
     now_seen: dict[str, list] = {}
     for path in list_inbox(home):
         relative = path.relative_to(home.inbox).as_posix()

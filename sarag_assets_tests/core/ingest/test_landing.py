@@ -189,14 +189,18 @@ def test_a_removed_file_is_forgotten(home):
     assert (home.root / first.manifests[0].snapshot).exists()  # its snapshot is not
 
 
-def test_hidden_and_unfinished_files_are_not_landed(home):
-    for name in (".hidden.jsonl", ".git/objects.jsonl", "sub/.cache/x.jsonl", "a.jsonl.part", "a.tmp",
-                 "a.jsonl.crdownload", ".a.jsonl.swp", "a.jsonl~"):
+def test_hidden_and_unfinished_files_are_not_landed_and_each_is_reported(home):
+    skipped = (".hidden.jsonl", ".git/objects.jsonl", "sub/.cache/x.jsonl", "a.jsonl.part", "a.tmp",
+               "a.jsonl.crdownload", ".a.jsonl.swp", "a.jsonl~")
+    for name in skipped:
         write_jsonl(home.inbox / name, conversations(1))
     write_jsonl(home.inbox / "sub" / "visible.jsonl", conversations(1))
 
     scan = scan_inbox(home, {}, max_per_batch=10)
 
+    # none is silent: each is named, with why and what to do (they may still be being written)
+    assert sorted(p.split(":")[0] for p in scan.problems) == sorted(f"inbox/{n}" for n in skipped)
+    assert all("not landed" in p and p.endswith("rename it to land it") for p in scan.problems)
     assert [m.source_file for m in scan.manifests] == ["sub/visible.jsonl"]
     assert list(scan.seen) == ["sub/visible.jsonl"]
     assert len(every_file(home.landed)) == 1
