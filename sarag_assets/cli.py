@@ -202,12 +202,9 @@ def _open_engine(args):
 
 
 def _query_errors():
-    from sarag_assets.backends.llm import LLMCallFailed
-    from sarag_assets.query.engine import LLMRequired
-    from sarag_assets.query.sql import SqlError
-    from sarag_assets.query.understanding import QueryError
+    from sarag_assets.query.engine import query_errors
 
-    return (QueryError, SqlError, LLMRequired, LLMCallFailed)
+    return query_errors()
 
 
 def _print_json(data) -> None:
@@ -296,6 +293,19 @@ def cmd_sql(args) -> int:
     for row in result.rows:
         print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
     print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''}; published state {state.id})")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    import logging
+
+    from sarag_assets.service.app import serve
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    home = _home(args)
+    print(f"sarag serve: http://{args.host}:{args.port}/ (API: /docs){' with an API key' if args.api_key else ''}",
+          file=sys.stderr)
+    serve(home, host=args.host, port=args.port, api_key=args.api_key)
     return 0
 
 
@@ -412,6 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_sql)
+
+    p = with_home(sub.add_parser("serve", help="the HTTP service and web page over the home's published state"))
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8765)
+    p.add_argument("--api-key", default=os.environ.get("SARAG_API_KEY") or None,
+                   help="require this key on every /api route but health (default: $SARAG_API_KEY, else none)")
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("eval", help="ingest a corpus through the asset graph and score every system on queries")
     p.add_argument("--corpus", required=True, help="generic JSONL conversations")

@@ -580,3 +580,22 @@ def current_dialogue_turns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tup
             "SELECT dialogue_id, role, text FROM current_dialogues ORDER BY dialogue_id, turn_index").fetchall():
         out.setdefault(dialogue_id, []).append((role, text))
     return out
+
+
+def conversation_origins(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> dict[str, dict]:
+    """Where each current conversation came from and when: source file and format, first and last turn
+    time (None when the source had none), and when it landed."""
+    rows = con.execute(
+        """SELECT dialogue_id, any_value(source_file), any_value(source_format), min(ts), max(ts), max(landed_at),
+                  count(*)
+           FROM current_dialogues WHERE dialogue_id IN (SELECT unnest(?)) GROUP BY dialogue_id""",
+        [dialogue_ids]).fetchall()
+    return {d: {"source_file": f, "source_format": fmt, "started_at": first, "ended_at": last, "landed_at": landed,
+                "turn_count": n} for d, f, fmt, first, last, landed, n in rows}
+
+
+def conversation_turns(con: duckdb.DuckDBPyConnection, dialogue_id: str) -> list[dict]:
+    """The stored (redacted) turns of a current conversation, in order; [] when there is none."""
+    return con.execute(
+        "SELECT turn_index, role, speaker, text, ts FROM current_dialogues WHERE dialogue_id = ? ORDER BY turn_index",
+        [dialogue_id]).pl().to_dicts()

@@ -14,14 +14,19 @@ Evidence for a query (SA-RAG, SDR, cTBLS in one bundle):
 - ``cells``: the 3 cells of the top rows most similar to the query (cosine of "column: value" to the
   query vector, weighted 1/rank of the row; cells the query itself named count half: the asker knows them).
 
-Without an LLM the answer is extractive: the best anchors' helper answers and the top cells, each with its
-citation. With one, the model writes the answer from that evidence only and must cite evidence ids; ids it
-invents are dropped, and it says so when the evidence does not answer.
+An answer offers as a fix only what a retrieved conversation shows worked: its `resolved` cell says the
+asker confirmed it, and its `resolution` cell says what it was. Without an LLM the answer is extractive:
+those fixes, the same fix told in several conversations merged (`SAME_FIX_COSINE`), the one most of them
+agree on first, each sentence with its citations; when none worked it says so, and the answer is not
+supported. With one, the model writes the answer from that evidence only (each row marked with its
+outcome) and must cite evidence ids in every sentence; ids it invents are dropped, and the answer is
+supported only when the model says so and every sentence cites known evidence.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -91,10 +96,11 @@ class Evidence:
                 "cells": plain(self.cells)}
 
     def as_prompt(self) -> str:
-        lines = ["RETRIEVED CONVERSATIONS (table rows):"]
+        lines = ["RETRIEVED CONVERSATIONS (table rows; outcome: whether the asker confirmed the fix worked):"]
         for r in self.rows:
             cells = "; ".join(f"{k} = {v}" for k, v in r["row"].items())
-            lines.append(f"[{r['dialogue_id']}] {cells}")
+            worked = {True: "fix confirmed", False: "NOT confirmed", None: "unknown"}[outcome(r["row"])]
+            lines.append(f"[{r['dialogue_id']}] outcome: {worked}; {cells}")
         lines.append("DIALOGUE GRAPH NODES (user issue -> helper answer):")
         for n in self.nodes:
             lines.append(f"[{n.cite}] issue: {n.issue} | answer: {n.answer}")
@@ -115,10 +121,12 @@ class Answer:
     generated_by: str  # "extractive" or "llm/<model>"
     evidence: Evidence
     notes: list[str] = field(default_factory=list)
+    fixes: list["Fix"] = field(default_factory=list)  # extractive: the fixes offered, with where each worked
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.text, "citations": self.citations, "supported": self.supported,
-                "generated_by": self.generated_by, "notes": self.notes, "evidence": self.evidence.as_dict()}
+                "generated_by": self.generated_by, "notes": self.notes, "fixes": [f.as_dict() for f in self.fixes],
+                "evidence": self.evidence.as_dict()}
 
 
 # ---- evidence ------------------------------------------------------------------------------------
@@ -197,30 +205,70 @@ def top_cells(hits, query_vector: np.ndarray, embedder, mentioned: set[tuple[str
 # ---- extractive answer ---------------------------------------------------------------------------
 
 
-def extractive_answer(evidence: Evidence, notes: list[str]) -> Answer:
+# Two fixes whose texts are at least this similar (cosine, all-MiniLM-L6-v2) are read as the same fix told
+# twice: the level of close paraphrases for that model, a property of the model, not of any corpus.
+SAME_FIX_COSINE = 0.75
+
+
+@dataclass
+class Fix:
+    text: str
+    dialogue_ids: list[str]  # the retrieved conversations where it worked, best-ranked first
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "worked_in": self.dialogue_ids}
+
+
+def outcome(row: dict[str, str]) -> bool | None:
+    """Whether the asker confirmed a fix (the `resolved` cell); None when the table does not say."""
+    value = row.get("resolved")
+    if value is None:
+        return None
+    return str(value).strip().lower() in ("true", "yes", "1")
+
+
+def confirmed_fixes(rows: list[dict[str, Any]], embedder) -> list[Fix]:
+    """The fixes that worked in the retrieved conversations (resolved, with a resolution), the same fix
+    told by several merged; the one most conversations agree on first, then by the best rank."""
+    worked = [(r["dialogue_id"], " ".join(str(r["row"]["resolution"]).split())) for r in rows
+              if outcome(r["row"]) and str(r["row"].get("resolution") or "").strip()]
+    if not worked:
+        return []
+    vectors = np.asarray(embedder.encode([text for _, text in worked]), dtype=np.float32)
+    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    similar = vectors @ vectors.T >= SAME_FIX_COSINE
+    groups: list[list[int]] = []
+    for i in range(len(worked)):  # each joins the first group whose first fix it repeats
+        home = next((g for g in groups if similar[g[0], i]), None)
+        (home.append(i) if home is not None else groups.append([i]))
+    groups.sort(key=lambda g: (-len(g), g[0]))
+    return [Fix(worked[g[0]][1], [worked[i][0] for i in g]) for g in groups]
+
+
+def extractive_answer(evidence: Evidence, notes: list[str], embedder=None) -> Answer:
+    """The fixes that worked in the retrieved conversations, each sentence with its citations; when none
+    of them shows a fix that worked, it says so and the answer is not supported."""
     if not evidence.rows:
         return Answer("No similar conversation was found.", [], False, "extractive", evidence, notes)
-    ids = [r["dialogue_id"] for r in evidence.rows[:3]]
-    parts = [f"Similar conversations: {', '.join(ids)}."]
-    citations = list(ids)
-    best = sorted((n for n in evidence.nodes if n.anchor and n.answer.strip()),
-                  key=lambda n: (-n.similarity, n.dialogue_id, n.node_id))
-    used = set()
-    for node in best:
-        text = " ".join(node.answer.split())
-        if text.lower() in used:
-            continue
-        label = "Also suggested" if used else "What helped"
-        used.add(text.lower())
-        parts.append(f"{label}: {_clip(text)} [{node.cite}]")
-        citations.append(node.cite)
-        if len(used) >= 2:
-            break
-    for cell in evidence.cells:
-        parts.append(f"{cell.column}: {_clip(cell.value, 160)} [{cell.cite}]")
-        citations.append(cell.cite)
-    supported = bool(used or evidence.cells)
-    return Answer("\n".join(parts), list(dict.fromkeys(citations)), supported, "extractive", evidence, notes)
+    ids = [r["dialogue_id"] for r in evidence.rows]
+    fixes = confirmed_fixes(evidence.rows, embedder) if embedder is not None else []
+    # a second fix only when several conversations show it worked: one conversation far down the list is not
+    fixes = fixes[:1] + [f for f in fixes[1:2] if len(f.dialogue_ids) > 1]
+    known = any(outcome(r["row"]) is not None for r in evidence.rows)
+    parts, citations = [], []
+    for n, fix in enumerate(fixes):
+        where = f"{len(fix.dialogue_ids)} of the {len(ids)} similar conversations" if len(fix.dialogue_ids) > 1 \
+            else "1 of the similar conversations"
+        label = "What worked" if n == 0 else "Also worked"
+        parts.append(f"{label} ({where}): {_clip(fix.text)} [{', '.join(fix.dialogue_ids)}]")
+        citations.extend(fix.dialogue_ids)
+    if not fixes:
+        why = "shows a fix that worked" if known else "records whether a fix worked"
+        parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are "
+                     f"{', '.join(ids[:3])} [{', '.join(ids[:3])}].")
+        citations.extend(ids[:3])
+    return Answer("\n".join(parts), list(dict.fromkeys(citations)), bool(fixes), "extractive", evidence, notes,
+                  fixes)
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -242,8 +290,10 @@ ANSWER_SYSTEM = (
     "You answer a support engineer's question using ONLY the evidence provided: retrieved past support "
     "conversations as table rows, dialogue-graph nodes (a user issue and the helper's answer), table "
     "triples and cells, each with an id in square brackets. The question may be a conversation: read the "
-    "whole of it, the last turn is what is asked now. Do not use outside knowledge. If the evidence does "
-    "not answer the question, say so and set supported to false. Cite the ids you used (without brackets)."
+    "whole of it, the last turn is what is asked now. Do not use outside knowledge. Offer as a fix only what "
+    "a conversation whose outcome is 'fix confirmed' shows worked, and prefer a fix several of them agree "
+    "on; if none shows a fix that worked, say so plainly and set supported to false. End every sentence with "
+    "the ids it rests on in square brackets, and list the ids you used (without brackets) as citations."
 )
 
 
@@ -257,8 +307,21 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
     dropped = [c for c in cited if c not in known]
     if dropped:
         notes = notes + [f"dropped citations not in the evidence: {', '.join(dropped[:5])}"]
-    supported = bool(result.supported and valid)
+    uncited = [s for s in _sentences(result.answer)
+               if not any(c.strip() in known for group in _CITE.findall(s) for c in group.split(","))]
+    if uncited:
+        notes = notes + [f"{len(uncited)} sentence(s) of the answer cite no evidence"]
+    supported = bool(result.supported and valid and not uncited)
     return Answer(result.answer.strip(), valid, supported, f"llm/{llm.settings.model}", evidence, notes)
+
+
+_CITE = re.compile(r"\[([^\[\]]+)\]")
+
+
+def _sentences(text: str) -> list[str]:
+    """The answer's sentences; a citation bracket after the full stop belongs to the sentence before."""
+    parts = re.split(r"(?<=[.!?])\s+(?!\[)", text.strip())
+    return [p for p in parts if re.search(r"\w", _CITE.sub("", p))]
 
 
 class SqlPlan(BaseModel):

@@ -74,6 +74,10 @@ class DenseIndex:
                     self._sketch = Int8Sketch(self.vectors, self._inverse_norms)
         return self._sketch
 
+    def cosines(self, unit_vector: np.ndarray) -> np.ndarray:
+        """The cosine of every row (in `dialogue_ids` order) to a unit vector."""
+        return (self.vectors @ np.asarray(unit_vector, dtype=np.float32)) * self._inverse_norms
+
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """(dialogue id, cosine similarity) of the k nearest rows, best first, ties by row id."""
         q = np.asarray(vector, dtype=np.float32).ravel()

@@ -83,6 +83,14 @@ class LLMRequired(RuntimeError):
     """The operation needs an LLM endpoint and none is configured."""
 
 
+def query_errors() -> tuple[type[BaseException], ...]:
+    """What a question, a statement or the LLM behind them can get wrong: the asker's to fix."""
+    from sarag_assets.backends.llm import LLMCallFailed
+    from sarag_assets.query.sql import SqlError
+
+    return (QueryError, SqlError, LLMRequired, LLMCallFailed)
+
+
 @dataclass(frozen=True)
 class SearchSettings:
     channels: frozenset[str] = frozenset(CHANNELS)
@@ -360,9 +368,46 @@ class Sarag:
         result, evidence = self.evidence(query, k=k, m=m, radius=radius, settings=settings)
         notes = list(result.query.notes)
         if self.llm is None:
-            return extractive_answer(evidence, notes)
+            return extractive_answer(evidence, notes, self.embedder)
         question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
         return llm_answer(self.llm, question, evidence, notes)
+
+    # ---- reading conversations ----------------------------------------------------------------------
+
+    def origins(self, dialogue_ids: list[str]) -> dict[str, dict]:
+        """Source file, format, first and last turn time and landing time of these conversations."""
+        from sarag_assets.core import warehouse
+
+        if not dialogue_ids:
+            return {}
+        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
+            return warehouse.conversation_origins(con, list(dialogue_ids))
+
+    def conversation(self, dialogue_id: str) -> dict | None:
+        """A current conversation as stored (redacted turns), with its table cells and origin; None when
+        the published state holds no conversation of that id."""
+        from sarag_assets.core import warehouse
+
+        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
+            turns = warehouse.conversation_turns(con, dialogue_id)
+            origin = warehouse.conversation_origins(con, [dialogue_id]).get(dialogue_id)
+        if not turns:
+            return None
+        return {"dialogue_id": dialogue_id, "turns": turns, "row": dict(self.rows.get(dialogue_id, {})),
+                **(origin or {})}
+
+    def match_strength(self, vector: np.ndarray, dialogue_ids: list[str]) -> dict[str, float]:
+        """How far each conversation stands out for this query: its cosine to the query vector (whole
+        conversation, ``conversation_texts``) in standard deviations above the mean over every conversation.
+        A conversation that does not stand out from the corpus is a weak match, whatever its rank."""
+        index = self.dense.get(CONVERSATION_TEXTS)
+        if len(index) < 2:
+            return {d: 0.0 for d in dialogue_ids}
+        cosines = index.cosines(vector)
+        mean, spread = float(cosines.mean()), float(cosines.std())
+        position = {d: i for i, d in enumerate(index.dialogue_ids)}
+        return {d: (float(cosines[position[d]]) - mean) / spread if d in position and spread > 0 else 0.0
+                for d in dialogue_ids}
 
     # ---- SQL ------------------------------------------------------------------------------------------
 

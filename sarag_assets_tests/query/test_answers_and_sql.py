@@ -19,30 +19,47 @@ from sarag_assets_tests.backends.llm.fake_openai_server import (
 )
 
 
-def test_extractive_answer_cites_real_rows_nodes_and_cells(engine, built_home, generated_queries):
-    query = next(q for q in generated_queries if q["kind"] == "followup")
-    answer = engine.answer(query["turns"])
-    assert answer.generated_by == "extractive" and answer.supported
-    assert answer.citations and set(answer.citations) <= answer.evidence.ids()
-    con = duckdb.connect(str(built_home.warehouse), read_only=True)
-    try:
-        for cite in answer.citations:
-            if "#" in cite:
-                dialogue_id, node_id = cite.split("#")
-                assert con.execute("SELECT count(*) FROM graph_nodes WHERE dialogue_id = ? AND node_id = ?",
-                                   [dialogue_id, node_id]).fetchone()[0] == 1, cite
-            elif ":" in cite:
-                dialogue_id, column = cite.split(":")
-                assert engine.rows[dialogue_id][column] in answer.text or column in answer.text
-            else:
-                assert cite in engine.rows
-    finally:
-        con.close()
-    evidence = answer.evidence
-    assert len(evidence.cells) == 3
-    assert evidence.triples and all(t.information == engine.rows[t.dialogue_id][t.column] for t in evidence.triples)
-    anchors = [n for n in evidence.nodes if n.anchor]
-    assert anchors and {n.dialogue_id for n in anchors} <= {r["dialogue_id"] for r in evidence.rows}
+def _truth(built_home) -> dict[str, dict]:
+    from sarag_assets_tests.query.conftest import N_CONVERSATIONS, SEED
+
+    path = built_home.root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "truth.jsonl"
+    return {t["dialogue_id"]: t for t in map(json.loads, path.read_text().splitlines())}
+
+
+def test_an_answer_offers_only_fixes_that_worked_and_says_so_when_none_did(engine, built_home, generated_queries):
+    truth = _truth(built_home)
+    offered = none = 0
+    for query in generated_queries[:40]:
+        answer = engine.answer(query["turns"])
+        assert answer.generated_by == "extractive"
+        assert answer.citations and set(answer.citations) <= answer.evidence.ids()
+        # every sentence of the answer ends with its citations
+        assert all(line.rstrip(".").endswith("]") for line in answer.text.splitlines()), answer.text
+        for fix in answer.fixes:
+            for dialogue_id in fix.dialogue_ids:  # the generator knows each conversation's outcome
+                assert truth[dialogue_id]["resolved"], (query["turns"], dialogue_id, fix.text)
+                assert fix.text in " ".join(engine.rows[dialogue_id]["resolution"].split()) or \
+                    len(fix.dialogue_ids) > 1
+            assert fix.text[:40] in answer.text
+        offered += len(answer.fixes)
+        assert answer.supported == bool(answer.fixes)
+        if not answer.fixes:
+            none += 1
+            assert answer.text.startswith("None of the")
+    assert offered >= 20  # most questions have a fix that worked among their similar conversations
+    # a fix several conversations agree on comes first
+    agreed = [a.fixes for a in (engine.answer(q["turns"]) for q in generated_queries[:40]) if len(a.fixes) > 1]
+    assert all(len(f[0].dialogue_ids) >= len(f[1].dialogue_ids) for f in agreed)
+
+
+def test_no_fix_is_offered_from_conversations_that_did_not_work(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    rows = [{"dialogue_id": d, "score": 1.0, "row": row} for d, row in engine.rows.items()
+            if row.get("resolution") and str(row.get("resolved", "")).lower() != "true"][:5]
+    assert rows
+    answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
+    assert not answer.fixes and not answer.supported and answer.text.startswith("None of the 5")
 
 
 def test_graph_walk_follows_edges_from_the_anchors(engine, built_home):
@@ -127,6 +144,26 @@ def test_llm_answer_from_evidence_only_and_invented_citations_are_dropped(built_
     system, user = request["messages"][0]["content"], request["messages"][-1]["content"]
     assert "ONLY the evidence" in system and "<evidence>" in user
     assert query["turns"][-1]["text"] in user
+
+
+@pytest.mark.parametrize("sentences, supported", [
+    (["Use the fix from {id} [{id}].", "It worked there [{id}]."], True),
+    (["Use the fix from {id} [{id}].", "It always works."], False),  # a sentence no evidence backs
+])
+def test_llm_answer_is_supported_only_when_every_sentence_cites_evidence(built_home, sentences, supported):
+    with FakeOpenAIServer() as server:
+        def respond(request):
+            real = request["messages"][-1]["content"].split("[", 1)[1].split("]", 1)[0]
+            return Behaviour.answer({"answer": " ".join(x.format(id=real) for x in sentences), "supported": True,
+                                     "citations": [real]})
+
+        server.set_responder(respond)
+        with Sarag(built_home, llm=_llm(server)) as engine:
+            answer = engine.answer("my printer jams on every page")
+        prompt = server.requests[0]["messages"][-1]["content"]
+    assert answer.supported is supported
+    assert ("cite no evidence" in " ".join(answer.notes)) is not supported
+    assert "outcome: fix confirmed" in prompt or "outcome: NOT confirmed" in prompt
 
 
 def test_llm_saying_the_evidence_does_not_answer_is_kept(built_home):

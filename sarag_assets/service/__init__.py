@@ -1,0 +1,1 @@
+"""The HTTP service and web page (`sarag serve`)."""

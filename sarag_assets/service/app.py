@@ -1,0 +1,379 @@
+"""`sarag serve`: the query module over HTTP (FastAPI), and the support engineers' web page. No Dagster.
+
+The service keeps one opened home (`query.engine.Sarag`) and answers from its last published state. A
+watcher thread looks at `<home>/published/CURRENT` every `check_every_s`; when a newer state is
+published it opens it beside the old one (sharing the loaded model), warms it, and swaps it in. Requests
+in flight finish on the state they started with; every answer names its state. Nothing published yet, or
+a state that cannot be opened, is a 503 with the reason, never a traceback.
+
+With an API key (``--api-key`` or SARAG_API_KEY), every /api route but /api/health wants it as
+``X-API-Key: <key>`` or ``Authorization: Bearer <key>``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import threading
+import time
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse
+from pydantic import BaseModel, Field, StringConstraints
+
+from sarag_assets.settings import Home
+
+log = logging.getLogger("sarag.serve")
+
+MAX_K = 50
+MAX_TURNS = 200
+MAX_TEXT = 20_000
+# A hit whose whole-conversation similarity does not stand this many standard deviations above the
+# corpus's mean for the query does not stand out from it: shown as a weak match (a conventional outlier
+# bound, not fitted to any corpus).
+WEAK_BELOW_SD = 3.0
+_CELLS = ("problem", "resolution", "resolved")
+
+
+# ---- request and response shapes (the OpenAPI description) ----------------------------------------------
+
+
+_SAID = r"\S"  # something besides white space
+
+
+class Turn(BaseModel):
+    speaker: str = Field("user", max_length=100, description="'user' for the asker, 'agent' for a helper, or a name")
+    text: str = Field(..., min_length=1, max_length=MAX_TEXT, pattern=_SAID)
+
+
+Question = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT, pattern=_SAID)]
+Conversation = Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)]
+
+
+class QueryIn(BaseModel):
+    """A question, or a whole conversation (oldest turn first; its last turn is what is asked now)."""
+
+    query: Question | Conversation = Field(..., description="a question, or a conversation as a list of turns")
+    k: int = Field(10, ge=1, le=MAX_K, description="how many past conversations")
+
+    def as_query(self):
+        return self.query if isinstance(self.query, str) else [t.model_dump() for t in self.query]
+
+
+class SearchIn(QueryIn):
+    explain: bool = Field(False, description="add each channel's rank and score (how the ranking was fused)")
+
+
+class Matched(BaseModel):
+    column: str
+    value: str
+
+
+class Hit(BaseModel):
+    dialogue_id: str
+    rank: int
+    strength: float = Field(description="standard deviations by which the conversation stands out for this query")
+    weak: bool = Field(description="true when the conversation does not stand out from the rest: a weak match")
+    problem: str | None
+    resolution: str | None
+    resolved: bool | None = Field(description="whether the asker confirmed a fix (null: the table does not say)")
+    matched: list[Matched]
+    source_file: str | None
+    source_format: str | None
+    started_at: datetime | None
+    landed_at: datetime | None
+    cells: dict[str, str]
+    channels: dict[str, dict[str, float]] | None = Field(None, description="with explain: rank and score per channel")
+
+
+class SearchOut(BaseModel):
+    published_state: str
+    notes: list[str]
+    hits: list[Hit]
+
+
+class Citation(BaseModel):
+    id: str
+    dialogue_id: str
+
+
+class AskOut(BaseModel):
+    published_state: str
+    answer: str
+    supported: bool
+    generated_by: str
+    citations: list[Citation]
+    notes: list[str]
+
+
+class SqlIn(BaseModel):
+    statement: str = Field(..., min_length=1, max_length=MAX_TEXT, pattern=_SAID, description="one read-only SELECT")
+
+
+class SqlOut(BaseModel):
+    published_state: str
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+
+
+class ConversationTurn(BaseModel):
+    turn_index: int
+    role: str
+    speaker: str
+    text: str
+    ts: datetime | None
+
+
+class ConversationOut(BaseModel):
+    published_state: str
+    dialogue_id: str
+    source_file: str | None
+    source_format: str | None
+    started_at: datetime | None
+    landed_at: datetime | None
+    cells: dict[str, str]
+    turns: list[ConversationTurn]
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok", "not ready"]
+    published_state: str | None
+    published_at: str | None
+    conversations: int | None
+    detail: str | None = None
+
+
+class ErrorOut(BaseModel):
+    detail: str
+
+
+ERRORS = {400: {"model": ErrorOut, "description": "the request cannot be answered as asked"},
+          401: {"model": ErrorOut, "description": "a missing or wrong API key"},
+          503: {"model": ErrorOut, "description": "nothing published yet, or the state cannot be read"}}
+
+
+# ---- the opened home -------------------------------------------------------------------------------------
+
+
+class Engines:
+    """The engine over the last published state, swapped for a new one when a newer state is published."""
+
+    def __init__(self, home: Home, *, check_every_s: float = 2.0):
+        self.home = home
+        self.check_every_s = check_every_s
+        self._engine = None
+        self._problem: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._watcher: threading.Thread | None = None
+        self.refresh()
+
+    def start(self) -> None:
+        if self._watcher is None and self.check_every_s > 0:
+            self._watcher = threading.Thread(target=self._watch, name="sarag-published-state", daemon=True)
+            self._watcher.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._watcher is not None:
+            self._watcher.join(timeout=10)
+        if self._engine is not None:
+            self._engine.close()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.check_every_s):
+            self.refresh()
+
+    def refresh(self) -> bool:
+        """Open the newest published state if it is not the one served. True when it swapped."""
+        from sarag_assets.core import publication
+        from sarag_assets.query.engine import HomeNotReady, Sarag
+
+        with self._lock:  # one opening at a time; requests do not take this lock
+            old = self._engine
+            try:
+                state = publication.current(self.home)
+                if state is None:
+                    raise HomeNotReady("nothing is published in this home yet: run `sarag materialize`")
+                if self._engine is not None and self._engine.publication.id == state.id:
+                    return False
+                fresh = Sarag(self.home, embedder=old.embedder if old is not None else None)
+                fresh.retrieve("warm up", 1)  # loads the model and the vectors before it serves anyone
+            except Exception as exc:  # noqa: BLE001 - the reason is served, the old state kept
+                self._problem = _one_line(exc)
+                if old is not None:
+                    log.warning("keeping published state %s: %s", old.publication.id, self._problem)
+                return False
+            self._engine, self._problem = fresh, None
+        if old is not None:  # requests that took it finish first
+            threading.Timer(60, old.close).start()
+        log.info("serving published state %s", fresh.publication.id)
+        return True
+
+    def engine(self):
+        engine = self._engine
+        if engine is None:
+            raise HTTPException(503, self._problem or "nothing is published yet")
+        return engine
+
+    @property
+    def problem(self) -> str | None:
+        return self._problem
+
+
+def _one_line(exc: BaseException) -> str:
+    from sarag_assets.cli import damaged_store
+
+    return damaged_store(exc) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+# ---- the app ---------------------------------------------------------------------------------------------
+
+
+def create_app(home: Home, *, api_key: str | None = None, check_every_s: float = 2.0) -> FastAPI:
+    from sarag_assets.service.page import PAGE
+
+    engines = Engines(home, check_every_s=check_every_s)
+    app = FastAPI(title="sarag", version=_version(), description=(
+        "Past support conversations, searched and answered from the last published state of a sarag home."),
+        lifespan=_lifespan(engines))
+    app.state.engines = engines
+
+    def authorized(request: Request) -> None:
+        if not api_key:
+            return
+        given = request.headers.get("x-api-key") or ""
+        bearer = request.headers.get("authorization", "")
+        if bearer.lower().startswith("bearer "):
+            given = given or bearer[7:].strip()
+        if not hmac.compare_digest(given.encode(), api_key.encode()):
+            raise HTTPException(401, "a missing or wrong API key (X-API-Key or Authorization: Bearer)")
+
+    guarded = [Depends(authorized)]
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Request, exc: HTTPException):
+        return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def page() -> str:
+        return PAGE.replace("__AUTH__", "true" if api_key else "false")
+
+    @app.get("/api/health", response_model=HealthOut, responses={503: {"model": HealthOut}})
+    def health():
+        engine = engines._engine
+        if engine is None:
+            body = HealthOut(status="not ready", published_state=None, published_at=None, conversations=None,
+                             detail=engines.problem)
+            return JSONResponse(body.model_dump(), status_code=503)
+        state = engine.publication
+        return HealthOut(status="ok", published_state=state.id, published_at=state.published_at,
+                         conversations=len(engine.rows), detail=engines.problem)
+
+    @app.post("/api/search", response_model=SearchOut, dependencies=guarded, responses=ERRORS)
+    def search(body: SearchIn) -> SearchOut:
+        engine = engines.engine()
+        result = _answering(lambda: engine.retrieve(body.as_query(), body.k))
+        ids = result.ids()
+        origins = _answering(lambda: engine.origins(ids))
+        strength = engine.match_strength(result.query_vector, ids)
+        hits = [_hit(h, origins.get(h.dialogue_id, {}), strength.get(h.dialogue_id, 0.0), body.explain)
+                for h in result.hits]
+        return SearchOut(published_state=result.published_state, notes=result.query.notes, hits=hits)
+
+    @app.post("/api/ask", response_model=AskOut, dependencies=guarded, responses=ERRORS)
+    def ask(body: QueryIn) -> AskOut:
+        engine = engines.engine()
+        answer = _answering(lambda: engine.answer(body.as_query(), k=min(body.k, 10)))
+        citations = [Citation(id=c, dialogue_id=c.split("#")[0].split(":")[0]) for c in answer.citations]
+        return AskOut(published_state=engine.publication.id, answer=answer.text, supported=answer.supported,
+                      generated_by=answer.generated_by, citations=citations, notes=answer.notes)
+
+    @app.post("/api/sql", response_model=SqlOut, dependencies=guarded, responses=ERRORS)
+    def sql(body: SqlIn) -> SqlOut:
+        engine = engines.engine()
+        result = _answering(lambda: engine.sql(body.statement))
+        return SqlOut(published_state=engine.publication.id, columns=result.columns,
+                      rows=[[_plain(v) for v in row] for row in result.rows], truncated=result.truncated)
+
+    @app.get("/api/conversations/{dialogue_id}", response_model=ConversationOut, dependencies=guarded,
+             responses={**ERRORS, 404: {"model": ErrorOut, "description": "no current conversation of that id"}})
+    def conversation(dialogue_id: str) -> ConversationOut:
+        engine = engines.engine()
+        found = _answering(lambda: engine.conversation(dialogue_id))
+        if found is None:
+            raise HTTPException(404, f"no conversation {dialogue_id!r} in published state {engine.publication.id}")
+        return ConversationOut(published_state=engine.publication.id, dialogue_id=dialogue_id,
+                               source_file=found.get("source_file"), source_format=found.get("source_format"),
+                               started_at=found.get("started_at"), landed_at=found.get("landed_at"),
+                               cells=found["row"], turns=[ConversationTurn(**t) for t in found["turns"]])
+
+    return app
+
+
+def _lifespan(engines: Engines):
+    from contextlib import asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(app):
+        engines.start()
+        try:
+            yield
+        finally:
+            engines.stop()
+
+    return lifespan
+
+
+def _answering(call):
+    """Run a query call; what the asker got wrong is a 400 with the one-line reason."""
+    from sarag_assets.query.engine import query_errors
+
+    try:
+        return call()
+    except query_errors() as exc:
+        raise HTTPException(400, _one_line(exc)) from None
+
+
+def _hit(hit, origin: dict, strength: float, explain: bool) -> Hit:
+    row = hit.row
+    resolved = row.get("resolved")
+    return Hit(
+        dialogue_id=hit.dialogue_id, rank=hit.rank, strength=round(strength, 2), weak=strength < WEAK_BELOW_SD,
+        problem=row.get("problem"), resolution=row.get("resolution"),
+        resolved=None if resolved is None else str(resolved).strip().lower() in ("true", "yes", "1"),
+        matched=[Matched(column=m["column"], value=str(m["value"])) for m in hit.matched_columns],
+        source_file=origin.get("source_file"), source_format=origin.get("source_format"),
+        started_at=origin.get("started_at"), landed_at=origin.get("landed_at"),
+        cells={k: v for k, v in row.items() if k not in _CELLS},
+        channels=hit.channels if explain else None)
+
+
+def _plain(value):
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    return str(value)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sarag")
+    except PackageNotFoundError:
+        return "0"
+
+
+def serve(home: Home, *, host: str = "127.0.0.1", port: int = 8765, api_key: str | None = None,
+          check_every_s: float = 2.0) -> None:
+    import uvicorn
+
+    started = time.perf_counter()
+    app = create_app(home, api_key=api_key, check_every_s=check_every_s)
+    log.info("opened %s in %.1f s", home.root, time.perf_counter() - started)
+    uvicorn.run(app, host=host, port=port, log_level="warning")
