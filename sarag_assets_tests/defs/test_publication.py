@@ -223,3 +223,43 @@ def test_twenty_reader_processes_during_a_materialization_never_fail(home, tmp_p
     assert len(during) >= 20, (len(during), written - started)  # the writer ran under the readers' load
     for _, log in logs:  # each reader, asked after the writer ended, saw the new state
         assert json.loads(log.read_text().splitlines()[-1])["state"] == second.id
+
+
+def test_the_service_answers_every_search_while_a_materialization_publishes(home, tmp_path, defs):
+    import requests
+
+    from sarag_assets_tests.query.test_service import Service
+
+    instance, dagster_home = _shared_instance(tmp_path)
+    write_jsonl(home.inbox / "week1.jsonl", WEEK1)
+    first = land_and_process(defs, instance, raise_on_error=True).published
+    write_jsonl(home.inbox / "week2.jsonl", week2(12))
+    service = Service(home.root)
+    answers = []
+    try:
+        writer = _materialize(home, dagster_home)
+        deadline = time.monotonic() + HANG_GUARD_S
+        while True:
+            done = writer.poll() is not None
+            response = requests.post(service.url + "/api/search", json={"query": "my Orbit speaker fails", "k": 3},
+                                     timeout=120)
+            answers.append((response.status_code, response.json()))
+            if done:
+                break
+            assert time.monotonic() < deadline
+        assert writer.returncode == 0, writer.stdout.read().decode(errors="replace")[-3000:]
+        second = publication.current(home)
+        # the service picks the new state up by itself (it looks every 2 s)
+        while requests.get(service.url + "/api/health", timeout=30).json()["published_state"] != second.id:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        after = requests.post(service.url + "/api/search", json={"query": "my Orbit speaker fails with code E-700",
+                                                                  "k": 3}, timeout=120).json()
+    finally:
+        service.stop()
+    assert len(answers) > 10 and [status for status, _ in answers] == [200] * len(answers)
+    states = {first, second.id}
+    assert all(body["published_state"] in states for _, body in answers)
+    assert all({h["dialogue_id"] for h in body["hits"]} <= {"c1", "c2", "c3"}
+               for _, body in answers if body["published_state"] == first)
+    assert after["published_state"] == second.id and after["hits"][0]["dialogue_id"] == "c100"
