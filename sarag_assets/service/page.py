@@ -127,7 +127,8 @@ function renderHit(hit) {
                           "aria-label": "open conversation " + hit.dialogue_id },
     el("h3", {}, hit.rank + ". " + (hit.problem || hit.dialogue_id)),
     badges,
-    hit.resolution ? el("p", { class: "fix" }, el("b", {}, "Fix: "), hit.resolution) :
+    hit.resolution ? el("p", { class: "fix" },
+      el("b", {}, hit.resolved === true ? "Fix that worked: " : "Suggested, not confirmed: "), hit.resolution) :
       el("p", { class: "fix meta" }, "No fix recorded."),
     hit.matched.length ? el("div", { class: "matched" },
       "matched " + hit.matched.map((m) => m.column + " = " + m.value).join(", ")) : null,
