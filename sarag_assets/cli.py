@@ -80,7 +80,7 @@ def _print_summary(home, run) -> None:
 
     print(f"home: {home.root}")
     print(
-        f"batches landed: {len(run.batches)}  already done: {len(run.skipped)}  "
+        f"batches landed now: {len(run.batches)}  (in the home: {run.partitions})  "
         f"rows refreshed: {len(run.refreshed)}  failed: {len(run.failed)}"
     )
     for key in run.failed:

@@ -24,19 +24,13 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 @dataclass
 class PipelineRun:
     batches: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # asked for, but already landed meanwhile
     refreshed: list[str] = field(default_factory=list)  # batches whose rows were brought up to the current M*
     indexed: list[str] = field(default_factory=list)  # batches written to LanceDB
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     published: str | None = None  # the state id readers now see, when this run published one
-
-
-def _already_ran(instance: dg.DagsterInstance, run_key: str) -> bool:
-    runs = instance.get_runs(
-        filters=dg.RunsFilter(tags={RUN_KEY_TAG: run_key}, statuses=[dg.DagsterRunStatus.SUCCESS]), limit=1
-    )
-    return bool(runs)
+    partitions: int = 0  # batches in the home after this run
 
 
 def land_and_process(
@@ -44,6 +38,7 @@ def land_and_process(
 ) -> PipelineRun:
     """Land the inbox and bring every asset up to date, in the order the daemon's automation would."""
     from sarag_assets.defs.partitions import conversation_batches
+    from sarag_assets.defs.sensors import already_landed
     from sarag_assets.defs.structuring import stale_row_partitions
 
     outcome = PipelineRun()
@@ -61,7 +56,7 @@ def land_and_process(
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
     batch_job = defs.resolve_job_def(sensor.job_name)
     for request in result.run_requests or []:
-        if _already_ran(instance, request.run_key):
+        if already_landed(instance, request.run_key):
             outcome.skipped.append(request.partition_key)
             continue
         run = batch_job.execute_in_process(
@@ -80,6 +75,7 @@ def land_and_process(
         outcome.failed.append("governed_metadata")
         return outcome
     keys = instance.get_dynamic_partitions(conversation_batches.name)
+    outcome.partitions = len(keys)
     refresh = defs.resolve_job_def("refresh_rows_job")
     for key in stale_row_partitions(instance, keys):
         run = refresh.execute_in_process(

@@ -11,6 +11,15 @@ from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import IngestConfig, SaragHome
 
 
+RUN_KEY_TAGS = ("dagster/run_key", "sarag/run_key")  # the daemon's sensor runs, and the in-process runner's
+
+
+def already_landed(instance: dg.DagsterInstance, run_key: str) -> bool:
+    """Whether a run of this landing key (a file's content and chunk) succeeded, whoever launched it."""
+    return any(instance.get_runs(filters=dg.RunsFilter(tags={tag: run_key}, statuses=[dg.DagsterRunStatus.SUCCESS]),
+                                 limit=1) for tag in RUN_KEY_TAGS)
+
+
 @dg.sensor(
     job=ingest_batch_job,
     minimum_interval_seconds=30,
@@ -26,10 +35,13 @@ def inbox_sensor(context: dg.SensorEvaluationContext, sarag_home: SaragHome, ing
         context.log.warning(problem)
     existing = set(context.instance.get_dynamic_partitions(conversation_batches.name))
     new_keys = [m.batch_key for m in scan.manifests if m.batch_key not in existing]
+    # Landing is idempotent by content whoever ran it (this sensor, `sarag demo`, a re-scan with no cursor):
+    # Dagster itself skips only run keys this sensor launched.
+    todo = [m for m in scan.manifests if not already_landed(context.instance, m.run_key)]
     return dg.SensorResult(
         run_requests=[
             dg.RunRequest(run_key=m.run_key, partition_key=m.batch_key, tags={"sarag/source_file": m.source_file})
-            for m in scan.manifests
+            for m in todo
         ],
         dynamic_partitions_requests=[conversation_batches.build_add_request(new_keys)] if new_keys else [],
         cursor=json.dumps(scan.seen, sort_keys=True),
