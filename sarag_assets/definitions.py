@@ -8,6 +8,7 @@ from sarag_assets.defs.automation import (
     optimize_indices_schedule,
     stale_rows_backfill,
 )
+from sarag_assets.defs.catalog import catalogued
 from sarag_assets.defs.evaluation import (
     evaluation_job,
     preference_pairs,
@@ -49,11 +50,11 @@ from sarag_assets.settings import Settings
 Settings.load()
 
 defs = dg.Definitions(
-    assets=[
+    assets=catalogued([
         ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
         feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report, preference_pairs,
         retrieval_evaluation,
-    ],
+    ]),
     jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
           optimize_indices_job, publish_job,
           evaluation_job, retrieval_evaluation_job],

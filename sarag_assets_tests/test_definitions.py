@@ -55,3 +55,20 @@ def test_workspace_and_instance_config_load(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         assert instance.run_coordinator is not None
+
+
+def test_every_check_is_described_and_every_table_asset_carries_its_columns(defs):
+    from sarag_assets.core import warehouse
+    from sarag_assets.defs.catalog import TABLE_OF
+
+    graph = defs.resolve_asset_graph()
+    checks = [graph.get(c) for key in graph.get_all_asset_keys() for c in graph.get(key).check_keys]
+    assert len(checks) >= 20 and all(c.description and len(c.description) > 15 for c in checks), \
+        [c.key.name for c in checks if not c.description]
+    for key in graph.get_all_asset_keys():
+        node = graph.get(key)
+        assert node.code_version, key
+        name = key.to_user_string()
+        if name in TABLE_OF:
+            schema = node.metadata["dagster/column_schema"]
+            assert [c.name for c in schema.columns] == [c for c, _ in warehouse.TABLES[TABLE_OF[name]]]

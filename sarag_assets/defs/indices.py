@@ -46,7 +46,7 @@ _OVER_ALL_ROWS = dict(deps=["validated_rows"], group_name="retrieval", kinds={"d
     description="T-RAG: every current conversation's linearized row in three feature views (semantic, "
     "structural, heuristic), each clustered with KMeans; new rows join the nearest centroid, a refit "
     "happens on drift and daily.",
-    check_specs=[dg.AssetCheckSpec("cluster_sizes", asset="feature_clusters")],
+    check_specs=[dg.AssetCheckSpec("cluster_sizes", asset="feature_clusters", description="no cluster holds more than half the corpus (warn)")],
 )
 def feature_clusters(context: dg.AssetExecutionContext, config: ClusterRunConfig, sarag_home: SaragHome,
                      structuring: Structuring, embedder: EmbedderResource):
@@ -124,9 +124,12 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     "native full-text indices: their own words (conversation_passages, conversation_texts) and the structured "
     "views (table_rows, issue_documents, solution_documents, graph_nodes).",
     check_specs=[
-        dg.AssetCheckSpec("index_counts_match_sources", asset="lancedb_indices", blocking=True),
-        dg.AssetCheckSpec("no_duplicate_ids", asset="lancedb_indices", blocking=True),
-        dg.AssetCheckSpec("vectors_unit_norm", asset="lancedb_indices"),
+        dg.AssetCheckSpec("index_counts_match_sources", asset="lancedb_indices", blocking=True,
+                          description="each LanceDB table holds exactly one row per source row of the batch"),
+        dg.AssetCheckSpec("no_duplicate_ids", asset="lancedb_indices", blocking=True,
+                          description="no id appears twice in a LanceDB table"),
+        dg.AssetCheckSpec("vectors_unit_norm", asset="lancedb_indices",
+                          description="the stored vectors have the model's dimension and unit norm (warn)"),
     ],
 )
 def lancedb_indices(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring,

@@ -11,12 +11,12 @@ from sarag_assets.core.ingest.raw_dialogues import build_batch
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, IngestConfig, SaragHome
 
-RAW_DIALOGUE_CHECKS = [
-    ("records_accounted_for", True),
-    ("turn_keys_unique", True),
-    ("no_empty_text", True),
-    ("every_dialogue_has_user_turn", True),
-    ("roles_user_or_agent", True),
+RAW_DIALOGUE_CHECKS = [  # (name, blocking, description)
+    ("records_accounted_for", True, "every record of the batch was either stored or quarantined with a reason"),
+    ("turn_keys_unique", True, "(dialogue, turn index) is unique within each conversation version"),
+    ("no_empty_text", True, "no stored turn is empty"),
+    ("every_dialogue_has_user_turn", True, "every conversation has at least one user turn"),
+    ("roles_user_or_agent", True, "every turn's role is user or agent"),
 ]
 
 
@@ -38,7 +38,8 @@ RAW_DIALOGUE_CHECKS = [
             metadata={"table": "quarantine", "partition_expr": "batch_key"},
         ),
     ],
-    check_specs=[dg.AssetCheckSpec(name, asset="raw_dialogues", blocking=blocking) for name, blocking in RAW_DIALOGUE_CHECKS],
+    check_specs=[dg.AssetCheckSpec(name, asset="raw_dialogues", blocking=blocking, description=description)
+                 for name, blocking, description in RAW_DIALOGUE_CHECKS],
     partitions_def=conversation_batches,
     pool=DUCKDB_POOL,
 )

@@ -36,7 +36,8 @@ def _check_results(outcomes):
     description="SDR: each conversation's issue-centric and solution-centric predicted queries, concatenated "
     "into an issue and a solution pseudo-document.",
     metadata={"table": "pseudo_documents", "partition_expr": "batch_key"},
-    check_specs=[dg.AssetCheckSpec("both_documents_non_empty", asset="pseudo_documents", blocking=True)],
+    check_specs=[dg.AssetCheckSpec("both_documents_non_empty", asset="pseudo_documents", blocking=True,
+                                 description="every conversation has a non-empty issue and solution document")],
 )
 def pseudo_documents(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
     settings = sarag_home.settings()
@@ -76,8 +77,10 @@ def pseudo_documents(context: dg.AssetExecutionContext, sarag_home: SaragHome, s
     "(graph_edges); unconnected nodes are topic shifts or abandoned attempts.",
     metadata={"tables": "graph_nodes, graph_edges", "partition_expr": "batch_key"},
     check_specs=[
-        dg.AssetCheckSpec("edge_endpoints_exist", asset="dialogue_graphs", blocking=True),
-        dg.AssetCheckSpec("every_dialogue_has_a_node", asset="dialogue_graphs", blocking=True),
+        dg.AssetCheckSpec("edge_endpoints_exist", asset="dialogue_graphs", blocking=True,
+                          description="every edge joins two nodes of its own conversation"),
+        dg.AssetCheckSpec("every_dialogue_has_a_node", asset="dialogue_graphs", blocking=True,
+                          description="every current conversation of the batch has at least one graph node"),
     ],
 )
 def dialogue_graphs(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):

@@ -10,7 +10,6 @@ from sarag_assets.defs.jobs import ingest_batch_job
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import IngestConfig, SaragHome
 
-
 RUN_KEY_TAGS = ("dagster/run_key", "sarag/run_key")  # the daemon's sensor runs, and the in-process runner's
 
 

@@ -69,9 +69,12 @@ def candidate_schemas(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     "conversation's candidates, versioned (metadata_versions, metadata_operations); with SARAG_GOVERNANCE=fixed "
     "the fixed support schema instead.",
     check_specs=[
-        dg.AssetCheckSpec("within_capacity", asset="governed_metadata", blocking=True),
-        dg.AssetCheckSpec("names_snake_case_unique", asset="governed_metadata", blocking=True),
-        dg.AssetCheckSpec("types_canonical", asset="governed_metadata", blocking=True),
+        dg.AssetCheckSpec("within_capacity", asset="governed_metadata", blocking=True,
+                          description="M* holds no more columns than its capacity"),
+        dg.AssetCheckSpec("names_snake_case_unique", asset="governed_metadata", blocking=True,
+                          description="column names are snake_case and unique"),
+        dg.AssetCheckSpec("types_canonical", asset="governed_metadata", blocking=True,
+                          description="every column has one of the canonical types"),
     ],
 )
 def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
@@ -152,10 +155,14 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     "extracted value is kept and the gates are recorded as skipped.",
     metadata={"table": "validated_rows", "partition_expr": "batch_key"},
     check_specs=[
-        dg.AssetCheckSpec("values_pass_both_gates", asset="validated_rows", blocking=True),
-        dg.AssetCheckSpec("gate_rates", asset="validated_rows"),
-        dg.AssetCheckSpec("sparse_columns", asset="validated_rows"),
-        dg.AssetCheckSpec("structuring_failures", asset="validated_rows"),
+        dg.AssetCheckSpec("values_pass_both_gates", asset="validated_rows", blocking=True,
+                          description="every stored non-null value passed the structural and the semantic gate"),
+        dg.AssetCheckSpec("gate_rates", asset="validated_rows",
+                          description="structural compliance and the share of values each gate nulled (information)"),
+        dg.AssetCheckSpec("sparse_columns", asset="validated_rows",
+                          description="columns null in 80% or more of the batch's rows, each with its share (warn)"),
+        dg.AssetCheckSpec("structuring_failures", asset="validated_rows",
+                          description="conversations whose structuring failed, with the reason (warn)"),
     ],
 )
 def validated_rows(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
