@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 from importlib import resources
@@ -453,33 +452,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"sarag: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
+        from sarag_assets.query.damage import damaged_store
+
         damage = damaged_store(exc)
         if damage is None:
             raise
         print(f"sarag: error: {damage}", file=sys.stderr)
         return 2
-
-
-def damaged_store(exc: BaseException) -> str | None:
-    """One line for an error that a damaged, foreign or half-written warehouse or LanceDB folder raises
-    (what is wrong and what to run), or None for any other error."""
-    import duckdb
-
-    from sarag_assets.core.publication import PublicationError
-
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    first = re.sub(r",?\s*\S*/\.cargo/\S+", "", first)[:240]  # the library's own source location
-    rebuild = "move the home's warehouse.duckdb and lancedb/ aside and rebuild them with `sarag materialize`"
-    if isinstance(exc, PublicationError):
-        return f"{first}; publish again with `sarag materialize` (it re-publishes the current state)"
-    if isinstance(exc, duckdb.Error) and f"{os.sep}published{os.sep}" in str(exc):
-        return f"the published state cannot be read ({first}); `sarag materialize` publishes the current state again"
-    if isinstance(exc, duckdb.Error):
-        return f"the warehouse cannot be read ({first}); if it is damaged, {rebuild}"
-    lance = type(exc).__module__.split(".")[0] in ("lance", "lancedb", "pyarrow") or "lance" in first.lower()
-    if lance and isinstance(exc, (OSError, ValueError, RuntimeError)):
-        return f"the LanceDB indices cannot be read ({first}); if they are damaged, {rebuild}"
-    return None
 
 
 if __name__ == "__main__":

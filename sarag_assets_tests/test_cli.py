@@ -97,7 +97,7 @@ def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(t
 def test_a_damaged_lancedb_table_is_named_with_what_to_run(tmp_path):
     import lancedb
 
-    from sarag_assets.cli import damaged_store
+    from sarag_assets.query.damage import damaged_store
 
     db = lancedb.connect(str(tmp_path / "lancedb"))
     db.create_table("table_rows", data=[{"id": "a", "text": "my printer jams"}])

@@ -225,7 +225,7 @@ class Engines:
 
 
 def _one_line(exc: BaseException) -> str:
-    from sarag_assets.cli import damaged_store
+    from sarag_assets.query.damage import damaged_store
 
     return damaged_store(exc) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
