@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -151,9 +152,26 @@ def _process(home) -> int:
     instance = _dagster_instance(home)
     from sarag_assets.definitions import defs
 
-    run = land_and_process(defs, instance)
+    with _progress() as progress:
+        run = land_and_process(defs, instance, progress=progress)
     _print_summary(home, run)
     return 1 if run.failed else 0
+
+
+@contextlib.contextmanager
+def _progress():
+    """A spinner with the current step and the time so far (on a terminal); a line per step otherwise."""
+    from rich.console import Console
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield lambda label: print(f"sarag: {label}", file=sys.stderr, flush=True)
+        return
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                  transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+        yield lambda label: bar.update(task, description=label)
 
 
 def cmd_quality(args) -> int:
@@ -212,11 +230,20 @@ def _print_json(data) -> None:
 
 def cmd_search(args) -> int:
     query = _query_input(args)
-    with _open_engine(args) as engine:
-        try:
-            result = engine.retrieve(query, args.k)
-        except _query_errors() as exc:
-            raise CliError(str(exc)) from None
+    engine = _open_engine(args)
+    try:
+        return _search(engine, query, args)
+    finally:
+        engine.close()
+
+
+def _search(engine, query, args) -> int:
+    from sarag_assets.query.engine import is_weak
+
+    try:
+        result = engine.retrieve(query, args.k)
+    except _query_errors() as exc:
+        raise CliError(str(exc)) from None
     if args.json:
         _print_json({"published_state": result.published_state, "notes": result.query.notes,
                      "entities": [e.as_dict() for e in result.query.entities], "hits": [h.as_dict() for h in result.hits]})
@@ -227,14 +254,52 @@ def cmd_search(args) -> int:
         print("mentioned: " + ", ".join(f"{e.column}={e.value}" for e in result.query.entities))
     if not result.hits:
         print("no results")
+    strength = engine.match_strength(result.query_vector, result.ids())
+    origins = engine.origins(result.ids())
+    if result.hits and all(is_weak(strength[h.dialogue_id]) for h in result.hits):
+        print("nothing matches well: every result is a weak match")
     for hit in result.hits:
-        channels = ", ".join(f"{name} #{info['rank']}" for name, info in hit.channels.items())
-        print(f"{hit.rank:>2}. {hit.dialogue_id}  score {hit.score:.4f}  [{channels}]")
+        row, origin = hit.row, origins.get(hit.dialogue_id, {})
+        outcome = {"true": "resolved"}.get(str(row.get("resolved", "")).lower(),
+                                          "not resolved" if "resolved" in row else "outcome unknown")
+        weak = "  (weak match)" if is_weak(strength[hit.dialogue_id]) else ""
+        when = origin.get("started_at") or origin.get("landed_at")
+        where = " · ".join(str(x) for x in (origin.get("source_file"), when and str(when)[:10]) if x)
+        print(f"{hit.rank:>2}. {hit.dialogue_id}  [{outcome}]{weak}  {where}")
+        print(f"    {_one_line(row.get('problem') or next(iter(row.values()), ''), 110)}")
+        if row.get("resolution"):
+            label = "fix that worked" if outcome == "resolved" else "suggested"
+            print(f"    {label}: {_one_line(row['resolution'], 100)}")
         if hit.matched_columns:
             print("    matched: " + ", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns))
-        for column in list(hit.row)[:4]:
-            print(f"    {column}: {_one_line(hit.row[column])}")
+        if args.explain:
+            channels = ", ".join(f"{name} #{info['rank']}" for name, info in hit.channels.items())
+            stands = strength[hit.dialogue_id]
+            stands = "corpus too small to tell" if stands is None else f"stands out by {stands:.1f} sd"
+            print(f"    fused score {hit.score:.4f}, {stands}; {channels}")
     print(f"(published state {result.published_state})")
+    return 0
+
+
+def cmd_show(args) -> int:
+    with _open_engine(args) as engine:
+        found = engine.conversation(args.dialogue_id)
+        state = engine.publication.id
+    if found is None:
+        raise CliError(f"no conversation {args.dialogue_id!r} in the published state {state}")
+    if args.json:
+        _print_json({**found, "published_state": state})
+        return 0
+    when = found.get("started_at") or found.get("landed_at")
+    print(f"{args.dialogue_id}  {found.get('source_file')} ({found.get('source_format')})  {when}")
+    for column, value in found["row"].items():
+        print(f"  {column}: {_one_line(value, 110)}")
+    print()
+    for turn in found["turns"]:
+        print(f"[{turn['turn_index']}] {turn['speaker']} ({turn['role']}):")
+        for line in str(turn["text"]).splitlines() or [""]:
+            print(f"    {line}")
+    print(f"(published state {state})")
     return 0
 
 
@@ -359,8 +424,31 @@ def cmd_bench_pipeline(args) -> int:
     return run(args)
 
 
+EXAMPLES = """examples:
+  sarag demo                                   generate a sample, land it with the bundled real ones, materialize
+  sarag land ~/exports/tickets.jsonl           copy your conversations into the inbox
+  sarag materialize                            land what the inbox holds and bring every asset up to date
+  sarag search "my VPN drops every hour"       past conversations like this one (--explain: how they ranked)
+  sarag ask "printer jams on every page"       the fix that worked in similar conversations, with citations
+  sarag show conv-000218                       one conversation, as stored (redacted)
+  sarag sql "SELECT product, count(*) FROM conversation_table GROUP BY 1"
+  sarag serve                                  the web page and HTTP API on http://127.0.0.1:8765/
+"""
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sarag")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.")
+    parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.",
+                                     epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"sarag {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def with_home(p):
@@ -412,10 +500,17 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--conversation", metavar="FILE", help="a conversation as JSON/JSONL turns {speaker, text}")
         p.add_argument("--k", type=int, default=10 if name == "search" else 5)
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "search":
+            p.add_argument("--explain", action="store_true", help="show how each hit ranked: fused score, channels")
         p.set_defaults(func=func)
 
     query_command("search", "find past conversations like this question or conversation", cmd_search)
     query_command("ask", "answer from past conversations, with citations", cmd_ask)
+    p = with_home(sub.add_parser("show", help="one conversation of the published state, as stored (redacted)"))
+    p.add_argument("dialogue_id")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_show)
+
     p = with_home(sub.add_parser("sql", help="run a read-only SELECT over the warehouse (or --ask a question)"))
     p.add_argument("statement", help="a SELECT statement, or a question with --ask")
     p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")

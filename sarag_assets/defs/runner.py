@@ -34,9 +34,11 @@ class PipelineRun:
 
 
 def land_and_process(
-    defs: dg.Definitions, instance: dg.DagsterInstance, *, raise_on_error: bool = False
+    defs: dg.Definitions, instance: dg.DagsterInstance, *, raise_on_error: bool = False, progress=None
 ) -> PipelineRun:
-    """Land the inbox and bring every asset up to date, in the order the daemon's automation would."""
+    """Land the inbox and bring every asset up to date, in the order the daemon's automation would.
+    ``progress(label)``, when given, is told each run before it starts (the CLI shows it)."""
+    step = progress or (lambda label: None)
     from sarag_assets.defs.partitions import conversation_batches
     from sarag_assets.defs.sensors import already_landed
     from sarag_assets.defs.structuring import stale_row_partitions
@@ -59,6 +61,7 @@ def land_and_process(
         if already_landed(instance, request.run_key):
             outcome.skipped.append(request.partition_key)
             continue
+        step(f"ingesting batch {request.partition_key}")
         run = batch_job.execute_in_process(
             partition_key=request.partition_key,
             instance=instance,
@@ -68,6 +71,7 @@ def land_and_process(
         )
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
+    step("governing the metadata")
     govern = defs.resolve_job_def("govern_metadata_job").execute_in_process(
         instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
     )
@@ -78,6 +82,7 @@ def land_and_process(
     outcome.partitions = len(keys)
     refresh = defs.resolve_job_def("refresh_rows_job")
     for key in stale_row_partitions(instance, keys):
+        step(f"structuring rows of batch {key}")
         run = refresh.execute_in_process(
             partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
@@ -88,17 +93,20 @@ def land_and_process(
     for key in keys:
         if key in unindexed_text or \
                 _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
+            step(f"indexing batch {key}")
             run = index.execute_in_process(
                 partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
             )
             (outcome.indexed if run.success else outcome.failed).append(key)
     if _outdated(instance, "feature_clusters", ["validated_rows"], None):
+        step("clustering")
         run = defs.resolve_job_def("cluster_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("feature_clusters")
     if _outdated(instance, "value_mentions", ["validated_rows"], None):
+        step("counting value mentions")
         run = defs.resolve_job_def("value_mentions_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
@@ -106,13 +114,15 @@ def land_and_process(
             outcome.failed.append("value_mentions")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
+        step("measuring table quality")
         run = defs.resolve_job_def("evaluation_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
         if not run.success:
             outcome.failed.append("evaluation")
-    _publish(defs, instance, outcome, raise_on_error=raise_on_error, tags=runner)
+    _publish(defs, instance, outcome, step, raise_on_error=raise_on_error, tags=runner)
     if _outdated(instance, "retrieval_evaluation", ["published_state"], None):
+        step("evaluating retrieval")
         run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
             instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
         )
@@ -121,7 +131,7 @@ def land_and_process(
     return outcome
 
 
-def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, **options) -> None:
+def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, step, **options) -> None:
     """Stage, audit and publish what changed, unless a step failed: readers keep the last good state."""
     from sarag_assets.defs.publication import STAGED_FROM
 
@@ -131,6 +141,7 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
     if not (_outdated(instance, "staged_state", STAGED_FROM, None)
             or _outdated(instance, "published_state", ["staged_state"], None) or not _readable_state(defs)):
         return
+    step("auditing and publishing")
     run = defs.resolve_job_def("publish_job").execute_in_process(instance=instance, run_config=QUIET, **options)
     if run.success:
         outcome.published = run.asset_materializations_for_node("published_state")[0].metadata["state_id"].value

@@ -44,7 +44,7 @@ def _instance(root: Path):
     return dg.DagsterInstance.from_config(str(dagster_home))
 
 
-def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None) -> float:
+def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None, progress=None) -> float:
     """Land the corpus in the home's inbox and materialize every asset through the real definitions;
     returns the seconds it took. A home that already holds the corpus does only what is outdated."""
     from sarag_assets.core.ingest.landing import copy_into_inbox
@@ -58,7 +58,7 @@ def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None) -> float
         from sarag_assets.defs.runner import land_and_process
 
         with _instance(root) as instance:
-            run = land_and_process(defs, instance)
+            run = land_and_process(defs, instance, progress=progress)
     if run.failed:
         raise EvalError(f"the pipeline failed for {', '.join(run.failed)} in {root} (see the Dagster runs there)")
     return time.perf_counter() - started
@@ -91,13 +91,13 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
     if problems:
         raise EvalError(f"{queries_path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
     log(f"ingesting {len(dialogues)} conversations into {root}")
-    ingest_s = ingest(root, corpus)
+    ingest_s = ingest(root, corpus, progress=log)
     homes = {}
     for name in names:
         if name in ABLATIONS:
             homes[name] = root / "ablations" / name
             log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
-            ingest(homes[name], corpus, ABLATIONS[name])
+            ingest(homes[name], corpus, ABLATIONS[name], progress=lambda step, name=name: log(f"{name}: {step}"))
     report = score_systems(root, eval_queries, names, k=k, ablation_homes=homes, ingest_s=ingest_s, log=log)
     truth_path = Path(truth) if truth is not None else corpus.parent / "truth.jsonl"
     fidelity = None

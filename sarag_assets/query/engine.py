@@ -72,7 +72,10 @@ CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_
             "cluster_route", "table_match")
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
-_SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
+_SKIP_TYPES = {"boolean", "date", "datetime"}
+# A conversation whose similarity to the query does not stand this many standard deviations above the
+# corpus's mean is a weak match (`Sarag.match_strength`): a conventional outlier bound, fitted to no corpus.
+WEAK_BELOW_SD = 3.0  # values that name nothing: true, 2024-01-02
 
 
 class HomeNotReady(RuntimeError):
@@ -396,13 +399,16 @@ class Sarag:
         return {"dialogue_id": dialogue_id, "turns": turns, "row": dict(self.rows.get(dialogue_id, {})),
                 **(origin or {})}
 
-    def match_strength(self, vector: np.ndarray, dialogue_ids: list[str]) -> dict[str, float]:
+    def match_strength(self, vector: np.ndarray, dialogue_ids: list[str]) -> dict[str, float | None]:
         """How far each conversation stands out for this query: its cosine to the query vector (whole
         conversation, ``conversation_texts``) in standard deviations above the mean over every conversation.
-        A conversation that does not stand out from the corpus is a weak match, whatever its rank."""
+        A conversation that does not stand out from the corpus is a weak match, whatever its rank
+        (`is_weak`). None for a corpus too small for any conversation to stand out that far: among n
+        values none lies more than (n - 1) / sqrt(n) standard deviations above their mean."""
         index = self.dense.get(CONVERSATION_TEXTS)
-        if len(index) < 2:
-            return {d: 0.0 for d in dialogue_ids}
+        n = len(index)
+        if n < 2 or (n - 1) / np.sqrt(n) < WEAK_BELOW_SD:
+            return {d: None for d in dialogue_ids}
         cosines = index.cosines(vector)
         mean, spread = float(cosines.mean()), float(cosines.std())
         position = {d: i for i, d in enumerate(index.dialogue_ids)}
@@ -616,6 +622,12 @@ class RowShares:
             for d, x in zip(new, self._at(at).tolist()):
                 out[d] = floor + factor * float(x)
         return out
+
+
+def is_weak(strength: float | None) -> bool:
+    """A weak match: one that does not stand out from the corpus (`Sarag.match_strength`); never for a
+    corpus too small to tell."""
+    return strength is not None and strength < WEAK_BELOW_SD
 
 
 def published_state(home: Home):

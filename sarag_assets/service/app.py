@@ -23,6 +23,7 @@ from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
+from sarag_assets.query.engine import is_weak
 from sarag_assets.settings import Home
 
 log = logging.getLogger("sarag.serve")
@@ -30,10 +31,6 @@ log = logging.getLogger("sarag.serve")
 MAX_K = 50
 MAX_TURNS = 200
 MAX_TEXT = 20_000
-# A hit whose whole-conversation similarity does not stand this many standard deviations above the
-# corpus's mean for the query does not stand out from it: shown as a weak match (a conventional outlier
-# bound, not fitted to any corpus).
-WEAK_BELOW_SD = 3.0
 _CELLS = ("problem", "resolution", "resolved")
 
 
@@ -74,7 +71,8 @@ class Matched(BaseModel):
 class Hit(BaseModel):
     dialogue_id: str
     rank: int
-    strength: float = Field(description="standard deviations by which the conversation stands out for this query")
+    strength: float | None = Field(description="standard deviations by which the conversation stands out for this "
+                                               "query (null: the corpus is too small to tell)")
     weak: bool = Field(description="true when the conversation does not stand out from the rest: a weak match")
     problem: str | None
     resolution: str | None
@@ -280,7 +278,7 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         ids = result.ids()
         origins = _answering(lambda: engine.origins(ids))
         strength = engine.match_strength(result.query_vector, ids)
-        hits = [_hit(h, origins.get(h.dialogue_id, {}), strength.get(h.dialogue_id, 0.0), body.explain)
+        hits = [_hit(h, origins.get(h.dialogue_id, {}), strength.get(h.dialogue_id), body.explain)
                 for h in result.hits]
         return SearchOut(published_state=result.published_state, notes=result.query.notes, hits=hits)
 
@@ -338,11 +336,12 @@ def _answering(call):
         raise HTTPException(400, _one_line(exc)) from None
 
 
-def _hit(hit, origin: dict, strength: float, explain: bool) -> Hit:
+def _hit(hit, origin: dict, strength: float | None, explain: bool) -> Hit:
     row = hit.row
     resolved = row.get("resolved")
     return Hit(
-        dialogue_id=hit.dialogue_id, rank=hit.rank, strength=round(strength, 2), weak=strength < WEAK_BELOW_SD,
+        dialogue_id=hit.dialogue_id, rank=hit.rank, strength=None if strength is None else round(strength, 2),
+        weak=is_weak(strength),
         problem=row.get("problem"), resolution=row.get("resolution"),
         resolved=None if resolved is None else str(resolved).strip().lower() in ("true", "yes", "1"),
         matched=[Matched(column=m["column"], value=str(m["value"])) for m in hit.matched_columns],

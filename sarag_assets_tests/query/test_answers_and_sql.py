@@ -218,6 +218,41 @@ def test_cli_search_ask_sql_readable_and_json(built_home, generated_queries, tmp
     assert json.loads(rows.stdout)["columns"] == ["n"]
 
 
+def test_cli_search_reads_for_people_and_explains_on_request(built_home, engine):
+    plain = _cli("search", "my router keeps dropping the connection", "--k", "3", home=built_home)
+    assert plain.returncode == 0, plain.stderr
+    lines = plain.stdout.splitlines()
+    ranked = [line for line in lines if line[:3].strip().rstrip(".").isdigit()]
+    assert len(ranked) == 3
+    first = ranked[0].split()[1]
+    assert first in engine.rows and any(w in ranked[0] for w in ("[resolved]", "[not resolved]", "[outcome unknown]"))
+    assert "score" not in plain.stdout and "#1" not in plain.stdout  # fusion details only with --explain
+    assert lines[-1] == f"(published state {engine.publication.id})"
+    explained = _cli("search", "my router keeps dropping the connection", "--k", "3", "--explain", home=built_home)
+    assert "fused score" in explained.stdout and "passages #" in explained.stdout
+    assert "stands out by" in explained.stdout
+
+
+def test_cli_show_prints_a_conversation_as_stored(built_home, engine):
+    dialogue_id = sorted(engine.rows)[0]
+    shown = _cli("show", dialogue_id, "--json", home=built_home)
+    assert shown.returncode == 0, shown.stderr
+    data = json.loads(shown.stdout)
+    assert data["dialogue_id"] == dialogue_id and data["row"] == engine.rows[dialogue_id]
+    assert [t["turn_index"] for t in data["turns"]] == list(range(len(data["turns"])))
+    readable = _cli("show", dialogue_id, home=built_home)
+    assert data["turns"][0]["text"].splitlines()[0] in readable.stdout
+    missing = _cli("show", "no-such-id", home=built_home)
+    assert missing.returncode == 2 and "no conversation 'no-such-id'" in missing.stderr
+
+
+def test_cli_version_and_examples():
+    version = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "--version"], capture_output=True, text=True)
+    assert version.returncode == 0 and version.stdout.startswith("sarag ")
+    helped = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "--help"], capture_output=True, text=True)
+    assert "examples:" in helped.stdout and "sarag serve" in helped.stdout
+
+
 @pytest.mark.parametrize("args", [
     ("sql", "DROP TABLE raw_dialogues"),
     ("sql", "SELECT * FROM read_csv('/etc/passwd')"),
