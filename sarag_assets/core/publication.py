@@ -203,7 +203,7 @@ def stage(home: Home) -> PublishedState:
 
     out = folder(home)
     out.mkdir(parents=True, exist_ok=True)
-    for leftover in out.glob("*.part"):  # a stage killed midway; staging runs one at a time
+    for leftover in out.glob("*.duckdb.part"):  # a stage killed midway; staging runs one at a time
         leftover.unlink(missing_ok=True)
     for copy in out.glob("*.duckdb"):  # killed between the copy and its record
         if not copy.with_suffix(".json").exists():
