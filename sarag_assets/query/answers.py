@@ -245,13 +245,15 @@ def confirmed_fixes(rows: list[dict[str, Any]], embedder) -> list[Fix]:
     return [Fix(worked[g[0]][1], [worked[i][0] for i in g]) for g in groups]
 
 
-def extractive_answer(evidence: Evidence, notes: list[str], embedder=None) -> Answer:
+def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, weak: set[str] = frozenset()) -> Answer:
     """The fixes that worked in the retrieved conversations, each sentence with its citations; when none
-    of them shows a fix that worked, it says so and the answer is not supported."""
+    of them shows a fix that worked, it says so and the answer is not supported. Conversations in `weak`
+    (they do not stand out from the corpus for this question) offer no fix: they are not about it."""
     if not evidence.rows:
         return Answer("No similar conversation was found.", [], False, "extractive", evidence, notes)
     ids = [r["dialogue_id"] for r in evidence.rows]
-    fixes = confirmed_fixes(evidence.rows, embedder) if embedder is not None else []
+    close = [r for r in evidence.rows if r["dialogue_id"] not in weak]
+    fixes = confirmed_fixes(close, embedder) if embedder is not None else []
     # a second fix only when several conversations show it worked: one conversation far down the list is not
     fixes = fixes[:1] + [f for f in fixes[1:2] if len(f.dialogue_ids) > 1]
     known = any(outcome(r["row"]) is not None for r in evidence.rows)
@@ -263,9 +265,14 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None) -> An
         parts.append(f"{label} ({where}): {_clip(fix.text)} [{', '.join(fix.dialogue_ids)}]")
         citations.extend(fix.dialogue_ids)
     if not fixes:
-        why = "shows a fix that worked" if known else "records whether a fix worked"
-        parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are "
-                     f"{', '.join(ids[:3])} [{', '.join(ids[:3])}].")
+        closest = ", ".join(ids[:3])
+        if not close:
+            parts.append(f"Nothing in this home matches the question well; the closest conversations are "
+                         f"{closest} [{closest}].")
+        else:
+            why = "shows a fix that worked" if known else "records whether a fix worked"
+            parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are {closest} "
+                         f"[{closest}].")
         citations.extend(ids[:3])
     return Answer("\n".join(parts), list(dict.fromkeys(citations)), bool(fixes), "extractive", evidence, notes,
                   fixes)

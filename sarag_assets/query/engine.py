@@ -371,7 +371,9 @@ class Sarag:
         result, evidence = self.evidence(query, k=k, m=m, radius=radius, settings=settings)
         notes = list(result.query.notes)
         if self.llm is None:
-            return extractive_answer(evidence, notes, self.embedder)
+            strength = self.match_strength(result.query_vector, result.ids())
+            weak = {d for d, s in strength.items() if is_weak(s)}
+            return extractive_answer(evidence, notes, self.embedder, weak=weak)
         question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
         return llm_answer(self.llm, question, evidence, notes)
 
