@@ -72,10 +72,10 @@ CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_
             "cluster_route", "table_match")
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
-_SKIP_TYPES = {"boolean", "date", "datetime"}
+_SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
 # A conversation whose similarity to the query does not stand this many standard deviations above the
 # corpus's mean is a weak match (`Sarag.match_strength`): a conventional outlier bound, fitted to no corpus.
-WEAK_BELOW_SD = 3.0  # values that name nothing: true, 2024-01-02
+WEAK_BELOW_SD = 3.0
 
 
 class HomeNotReady(RuntimeError):
@@ -406,7 +406,10 @@ class Sarag:
         conversation, ``conversation_texts``) in standard deviations above the mean over every conversation.
         A conversation that does not stand out from the corpus is a weak match, whatever its rank
         (`is_weak`). None for a corpus too small for any conversation to stand out that far: among n
-        values none lies more than (n - 1) / sqrt(n) standard deviations above their mean."""
+        values none lies more than (n - 1) / sqrt(n) standard deviations above their mean. None too for a
+        corpus too big to hold in memory (`exact_search_max_rows`)."""
+        if not self.dense.in_memory(CONVERSATION_TEXTS) and self.store.counts(CONVERSATION_TEXTS) > self.dense.max_rows:
+            return {d: None for d in dialogue_ids}
         index = self.dense.get(CONVERSATION_TEXTS)
         n = len(index)
         if n < 2 or (n - 1) / np.sqrt(n) < WEAK_BELOW_SD:
