@@ -11,3 +11,8 @@ ON_DEPENDENCY_CHANGE = (
 ).with_label("dependency data version changed")
 
 GOVERN_ON_NEW_CANDIDATES = dg.AutomationCondition.eager()
+
+# Staging a state for readers waits, besides, until no batch lacks its index: a state staged while one
+# does would only fail its audit (readers keep the last published state either way).
+ON_COMPLETE_INDICES = (ON_DEPENDENCY_CHANGE & ~dg.AutomationCondition.any_deps_missing()).with_label(
+    "dependency data version changed, no batch unindexed")

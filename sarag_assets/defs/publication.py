@@ -7,7 +7,7 @@ Write-audit-publish: the steps before these write in place; readers see a state 
 import dagster as dg
 
 from sarag_assets.core import publication
-from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
+from sarag_assets.defs.conditions import ON_COMPLETE_INDICES, ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome
 
 # governed_metadata too, for the lineage; a change of M* that matters reaches readers through these
@@ -19,7 +19,7 @@ STAGED_FROM = ["lancedb_indices", "feature_clusters", "value_mentions"]
     group_name="serving",
     kinds={"duckdb", "lancedb"},
     pool=DUCKDB_POOL,  # holds the warehouse's write lock while it copies
-    automation_condition=ON_DEPENDENCY_CHANGE,
+    automation_condition=ON_COMPLETE_INDICES,
     description="A candidate state for readers: a read-only copy of the warehouse (without the writers' caches) "
     "and the LanceDB tables' current versions, audited against each other. Not yet visible to readers.",
     check_specs=[
