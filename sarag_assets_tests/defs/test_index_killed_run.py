@@ -61,18 +61,44 @@ def assert_reads_published_state(home, state, state_id: str, conversations: set[
             assert {h["dialogue_id"] for h in answer["hits"]} <= conversations and answer["hits"][0]["dialogue_id"] == "c2"
 
 
-def test_killing_materialize_mid_index_write_heals_on_rerun(home, tmp_path, defs):
+def _week1_published(home, tmp_path, defs):
+    """A Dagster instance with the project's config under tmp_path, and three conversations published."""
     dagster_home = tmp_path / "dagster_home"
     dagster_home.mkdir()
     shutil.copyfile(REPO / "dagster.yaml", dagster_home / "dagster.yaml")  # the project's instance config
     instance = dg.DagsterInstance.from_config(str(dagster_home))
-
     write_jsonl(home.inbox / "week1.jsonl", [
         chat(1, "my Vortex X2 printer jams on every page", "clean the paper roller"),
         chat(2, "the Lumo app crashes with error E-4410 at login", "reinstall the app"),
         chat(3, "my Kestrel router drops wifi every evening", "move to channel 6"),
     ])
-    published = land_and_process(defs, instance, raise_on_error=True).published
+    return dagster_home, instance, land_and_process(defs, instance, raise_on_error=True).published
+
+
+def _kill_materialize_when(home, tmp_path, dagster_home, reached, what: str) -> None:
+    """Run the real `sarag materialize` in a child process and SIGKILL its whole group once `reached()`."""
+    env = {**os.environ, "SARAG_HOME": str(home.root), "DAGSTER_HOME": str(dagster_home), "HF_HUB_OFFLINE": "1",
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-m", "sarag_assets.cli", "materialize"], cwd=tmp_path, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + HANG_GUARD_S
+    try:
+        while not reached():
+            assert child.poll() is None, f"materialize ended before {what}:\n" + \
+                child.stdout.read().decode(errors="replace")[-3000:]
+            assert time.monotonic() < deadline, f"materialize never got to: {what}"
+            time.sleep(0.01)
+        os.killpg(child.pid, signal.SIGKILL)
+    finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)
+        child.wait()
+        child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+
+
+def test_killing_materialize_mid_index_write_heals_on_rerun(home, tmp_path, defs):
+    dagster_home, instance, published = _week1_published(home, tmp_path, defs)
     assert_index_matches_warehouse(home)
 
     products = ["Orbit speaker", "Vortex X2 printer", "Kestrel router", "Lumo app", "Nimbus tablet"]
@@ -85,25 +111,10 @@ def test_killing_materialize_mid_index_write_heals_on_rerun(home, tmp_path, defs
     write_jsonl(home.inbox / "week2.jsonl", week2)
     new_ids = {f"c{100 + i}" for i in range(30)}
 
-    env = {**os.environ, "SARAG_HOME": str(home.root), "DAGSTER_HOME": str(dagster_home), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    child = subprocess.Popen([sys.executable, "-m", "sarag_assets.cli", "materialize"], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     watcher = IndexStore.open_for_read(str(home.lancedb))  # re-reads the latest table versions on every call
-    deadline = time.monotonic() + HANG_GUARD_S
-    try:
-        while not (set(watcher.ids(TABLE_ROWS)) & new_ids):  # table_rows ids are the dialogue ids
-            assert child.poll() is None, "materialize ended before it wrote the new batch:\n" + \
-                child.stdout.read().decode(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "materialize never wrote the new batch"
-            time.sleep(0.01)
-        os.killpg(child.pid, signal.SIGKILL)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
-    assert child.returncode == -signal.SIGKILL
+    # table_rows ids are the dialogue ids
+    _kill_materialize_when(home, tmp_path, dagster_home, lambda: set(watcher.ids(TABLE_ROWS)) & new_ids,
+                           "it wrote the new batch")
 
     # Killed halfway: the new batch reached table_rows but not every other table, and its run never ended.
     written = {table: bool(dialogues_in(watcher, table) & new_ids) for table in TABLES}
@@ -140,37 +151,13 @@ def _step_started(instance: dg.DagsterInstance, step: str) -> bool:
 
 
 def test_killing_materialize_mid_structuring_leaves_readers_on_the_published_state(home, tmp_path, defs):
-    dagster_home = tmp_path / "dagster_home"
-    dagster_home.mkdir()
-    shutil.copyfile(REPO / "dagster.yaml", dagster_home / "dagster.yaml")
-    instance = dg.DagsterInstance.from_config(str(dagster_home))
-    write_jsonl(home.inbox / "week1.jsonl", [
-        chat(1, "my Vortex X2 printer jams on every page", "clean the paper roller"),
-        chat(2, "the Lumo app crashes with error E-4410 at login", "reinstall the app"),
-        chat(3, "my Kestrel router drops wifi every evening", "move to channel 6"),
-    ])
-    published = land_and_process(defs, instance, raise_on_error=True).published
+    dagster_home, instance, published = _week1_published(home, tmp_path, defs)
     write_jsonl(home.inbox / "week2.jsonl", [chat(100 + i, f"my Orbit speaker shows error E-9{i}", f"apply fix {i}")
                                               for i in range(20)])
 
-    env = {**os.environ, "SARAG_HOME": str(home.root), "DAGSTER_HOME": str(dagster_home), "HF_HUB_OFFLINE": "1",
-           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
-    child = subprocess.Popen([sys.executable, "-m", "sarag_assets.cli", "materialize"], cwd=tmp_path, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
-    deadline = time.monotonic() + HANG_GUARD_S
-    try:
-        while not _step_started(instance, "validated_rows"):  # the new batch's extraction has begun
-            assert child.poll() is None, "materialize ended before structuring:\n" + \
-                child.stdout.read().decode(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "materialize never reached validated_rows"
-            time.sleep(0.05)
-        os.killpg(child.pid, signal.SIGKILL)
-    finally:
-        if child.poll() is None:
-            os.killpg(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
-    assert child.returncode == -signal.SIGKILL
+    # the new batch's extraction has begun
+    _kill_materialize_when(home, tmp_path, dagster_home, lambda: _step_started(instance, "validated_rows"),
+                           "it reached validated_rows")
 
     # The new batch is in the warehouse (ingested, its structuring cut off); readers see none of it.
     assert_reads_published_state(home, publication.current(home), published, {"c1", "c2", "c3"})
