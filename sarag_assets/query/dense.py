@@ -24,6 +24,7 @@ LanceDB's ANN index instead, unless its vectors were loaded anyway (the cluster 
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Sequence
 
@@ -73,6 +74,11 @@ class DenseIndex:
                 if self._sketch is None:
                     self._sketch = Int8Sketch(self.vectors, self._inverse_norms)
         return self._sketch
+
+    @functools.cached_property
+    def row_of(self) -> dict[str, int]:
+        """Each dialogue id's row (built once; two threads asking at once build it twice, harmlessly)."""
+        return {d: i for i, d in enumerate(self.dialogue_ids)}
 
     def cosines(self, unit_vector: np.ndarray) -> np.ndarray:
         """The cosine of every row (in `dialogue_ids` order) to a unit vector."""

@@ -416,7 +416,7 @@ class Sarag:
             return {d: None for d in dialogue_ids}
         cosines = index.cosines(vector)
         mean, spread = float(cosines.mean()), float(cosines.std())
-        position = {d: i for i, d in enumerate(index.dialogue_ids)}
+        position = index.row_of
         return {d: (float(cosines[position[d]]) - mean) / spread if d in position and spread > 0 else 0.0
                 for d in dialogue_ids}
 
