@@ -373,6 +373,24 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def cmd_worker(args) -> int:
+    """Become a Celery worker for the runs of this home (executor = celery): each worker process executes
+    one step at a time. It needs the same home (a shared folder) and, for the instance, the same
+    DAGSTER_PG_URL as the process that starts the runs."""
+    from sarag_assets.defs.executors import QUEUE
+    from sarag_assets.settings import Settings
+
+    settings = Settings.load(args.home)
+    settings.paths.ensure()
+    os.environ["SARAG_HOME"] = str(settings.home)
+    print(f"sarag worker: {args.concurrency} process(es) on {settings.celery_broker}, home {settings.home}",
+          file=sys.stderr)
+    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker", "-Q", QUEUE,
+               "--concurrency", str(args.concurrency), "--loglevel", args.loglevel, "-n", args.name]
+    os.execv(sys.executable, command)
+    return 0  # not reached
+
+
 def cmd_eval(args) -> int:
     from sarag_assets.evaluation.queries import EvalFileError
     from sarag_assets.evaluation.report import (
@@ -433,6 +451,7 @@ EXAMPLES = """examples:
   sarag show conv-000218                       one conversation, as stored (redacted)
   sarag sql "SELECT product, count(*) FROM conversation_table GROUP BY 1"
   sarag serve                                  the web page and HTTP API on http://127.0.0.1:8765/
+  SARAG_EXECUTOR=celery sarag worker           execute steps for runs on Celery workers (docs/deployment.md)
 """
 
 
@@ -523,6 +542,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api-key", default=os.environ.get("SARAG_API_KEY") or None,
                    help="require this key on every /api route but health (default: $SARAG_API_KEY, else none)")
     p.set_defaults(func=cmd_serve)
+
+    p = with_home(sub.add_parser("worker", help="execute pipeline steps for runs on the celery executor"))
+    p.add_argument("--concurrency", type=int, default=1, help="worker processes, each one step at a time")
+    p.add_argument("--name", default="sarag@%h", help="the worker's node name (Celery's -n; %%h is the host)")
+    p.add_argument("--loglevel", default="INFO")
+    p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("eval", help="ingest a corpus through the asset graph and score every system on queries")
     p.add_argument("--corpus", required=True, help="generic JSONL conversations")

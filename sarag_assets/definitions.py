@@ -14,6 +14,7 @@ from sarag_assets.defs.evaluation import (
     preference_pairs,
     table_quality_report,
 )
+from sarag_assets.defs.executors import executor_for
 from sarag_assets.defs.indices import feature_clusters, lancedb_indices, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
@@ -45,25 +46,37 @@ from sarag_assets.defs.structuring import (
 )
 from sarag_assets.settings import Settings
 
+
+def build_definitions(settings: Settings) -> dg.Definitions:
+    """The graph, with the executor the settings choose (in_process or celery): one graph for one
+    machine and for many."""
+    return dg.Definitions(
+        assets=catalogued([
+            ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
+            feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report,
+            preference_pairs, retrieval_evaluation,
+        ]),
+        jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
+              optimize_indices_job, publish_job,
+              evaluation_job, retrieval_evaluation_job],
+        sensors=[inbox_sensor, automation_sensor],
+        schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
+        resources={
+            "sarag_home": SaragHome(),
+            "ingest_config": IngestConfig(),
+            "structuring": Structuring(),
+            "embedder": EmbedderResource(),
+        },
+        executor=executor_for(settings),
+    )
+
+
+def job_named(name: str) -> dg.JobDefinition:
+    """A job of the graph as the settings now in force build it: what a Celery worker (and a run
+    started for the workers) reconstructs from its pointer (`build_reconstructable_job`)."""
+    return build_definitions(Settings.load()).resolve_job_def(name)
+
+
 # An invalid setting stops the code location from loading, with the one-line reason, rather than failing
 # the first run; each run reads the settings again when it starts (defs/resources.py).
-Settings.load()
-
-defs = dg.Definitions(
-    assets=catalogued([
-        ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-        feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report, preference_pairs,
-        retrieval_evaluation,
-    ]),
-    jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
-          optimize_indices_job, publish_job,
-          evaluation_job, retrieval_evaluation_job],
-    sensors=[inbox_sensor, automation_sensor],
-    schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
-    resources={
-        "sarag_home": SaragHome(),
-        "ingest_config": IngestConfig(),
-        "structuring": Structuring(),
-        "embedder": EmbedderResource(),
-    },
-)
+defs = build_definitions(Settings.load())

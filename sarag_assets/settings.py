@@ -100,9 +100,14 @@ class Settings(BaseModel):
     sql_timeout_s: float = Field(10.0, gt=0, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped")
     sql_memory_limit: str = Field("1GB", min_length=2, description="memory a SQL statement may use (DuckDB's memory_limit, e.g. 512MB, 2GB); nothing spills to disk")
     sql_max_rows: int = Field(1000, gt=0, description="rows a SQL statement returns at most (the answer says when there were more)")
+    executor: Literal["in_process", "celery"] = Field(
+        "in_process", description="where the pipeline's steps run: in_process (one machine) or celery (on `sarag worker` processes; docs/deployment.md)")
+    celery_broker: str = Field("redis://127.0.0.1:6379/0", min_length=1, description="the Celery broker the runs and the workers share (redis://..., amqp://...)")
+    celery_backend: str = Field("", description="the Celery result backend; blank = the broker's URL for redis://, else rpc://")
+    parallel_runs: int = Field(4, gt=0, description="with the celery executor, batch runs launched at once (their steps queue on the workers)")
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
-    @field_validator("governance", "encoder_runtime", mode="before")
+    @field_validator("governance", "encoder_runtime", "executor", mode="before")
     @classmethod
     def _lowercase(cls, value: Any) -> Any:
         return value.strip().lower() if isinstance(value, str) else value

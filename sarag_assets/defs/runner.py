@@ -38,6 +38,15 @@ def land_and_process(
 ) -> PipelineRun:
     """Land the inbox and bring every asset up to date, in the order the daemon's automation would.
     ``progress(label)``, when given, is told each run before it starts (the CLI shows it)."""
+    launch = Launcher(defs, instance, raise_on_error=raise_on_error,
+                      tags={RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
+    try:
+        return _land_and_process(defs, instance, launch, progress)
+    finally:
+        launch.close()
+
+
+def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch: "Launcher", progress) -> PipelineRun:
     step = progress or (lambda label: None)
     from sarag_assets.defs.partitions import conversation_batches
     from sarag_assets.defs.sensors import already_landed
@@ -45,7 +54,6 @@ def land_and_process(
 
     outcome = PipelineRun()
     outcome.problems.extend(release_dead_runs(instance))
-    runner = {RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"}
     sensor = defs.resolve_sensor_def("inbox_sensor")
     with dg.build_sensor_context(instance=instance, definitions=defs, resources=defs.resources) as context:
         result = sensor(context)
@@ -56,82 +64,128 @@ def land_and_process(
         outcome.problems.extend(skipped_in_inbox(resource.home()))
     for request in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
-    batch_job = defs.resolve_job_def(sensor.job_name)
+    wanted = []
     for request in result.run_requests or []:
         if already_landed(instance, request.run_key):
             outcome.skipped.append(request.partition_key)
-            continue
-        step(f"ingesting batch {request.partition_key}")
-        run = batch_job.execute_in_process(
-            partition_key=request.partition_key,
-            instance=instance,
-            tags={**request.tags, RUN_KEY_TAG: request.run_key, **runner},
-            run_config=QUIET,
-            raise_on_error=raise_on_error,
-        )
+        else:
+            wanted.append(request)
+    for request, run in launch.each(
+            sensor.job_name, wanted, lambda r: r.partition_key, lambda r: f"ingesting batch {r.partition_key}", step,
+            tags=lambda r: {**r.tags, RUN_KEY_TAG: r.run_key}):
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
     step("governing the metadata")
-    govern = defs.resolve_job_def("govern_metadata_job").execute_in_process(
-        instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-    )
-    if not govern.success:
+    if not launch.run("govern_metadata_job").success:
         outcome.failed.append("governed_metadata")
         return outcome
     keys = instance.get_dynamic_partitions(conversation_batches.name)
     outcome.partitions = len(keys)
-    refresh = defs.resolve_job_def("refresh_rows_job")
-    for key in stale_row_partitions(instance, keys):
-        step(f"structuring rows of batch {key}")
-        run = refresh.execute_in_process(
-            partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-        )
+    for key, run in launch.each("refresh_rows_job", stale_row_partitions(instance, keys), str,
+                                lambda k: f"structuring rows of batch {k}", step):
         (outcome.refreshed if run.success else outcome.failed).append(key)
 
-    index = defs.resolve_job_def("index_batch_job")
     unindexed_text = _batches_without_text_index(defs, keys)
-    for key in keys:
-        if key in unindexed_text or \
-                _outdated(instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key):
-            step(f"indexing batch {key}")
-            run = index.execute_in_process(
-                partition_key=key, instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-            )
-            (outcome.indexed if run.success else outcome.failed).append(key)
+    to_index = [key for key in keys if key in unindexed_text or _outdated(
+        instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key)]
+    for key, run in launch.each("index_batch_job", to_index, str, lambda k: f"indexing batch {k}", step):
+        (outcome.indexed if run.success else outcome.failed).append(key)
     if _outdated(instance, "feature_clusters", ["validated_rows"], None):
         step("clustering")
-        run = defs.resolve_job_def("cluster_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-        )
-        if not run.success:
+        if not launch.run("cluster_job").success:
             outcome.failed.append("feature_clusters")
     if _outdated(instance, "value_mentions", ["validated_rows"], None):
         step("counting value mentions")
-        run = defs.resolve_job_def("value_mentions_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-        )
-        if not run.success:
+        if not launch.run("value_mentions_job").success:
             outcome.failed.append("value_mentions")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
         step("measuring table quality")
-        run = defs.resolve_job_def("evaluation_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-        )
-        if not run.success:
+        if not launch.run("evaluation_job").success:
             outcome.failed.append("evaluation")
-    _publish(defs, instance, outcome, step, raise_on_error=raise_on_error, tags=runner)
+    _publish(defs, instance, outcome, step, launch)
     if _outdated(instance, "retrieval_evaluation", ["published_state"], None):
         step("evaluating retrieval")
-        run = defs.resolve_job_def("retrieval_evaluation_job").execute_in_process(
-            instance=instance, run_config=QUIET, raise_on_error=raise_on_error, tags=runner
-        )
-        if not run.success:
+        if not launch.run("retrieval_evaluation_job").success:
             outcome.failed.append("retrieval_evaluation")
     return outcome
 
 
-def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, step, **options) -> None:
+class Launcher:
+    """Runs a job of the graph, on the executor the settings choose. in_process: one run after another in
+    this process. celery: each run orchestrated from the job's pointer (so workers can rebuild it), its steps
+    executed by `sarag worker` processes, and up to `parallel_runs` batch runs at once, each orchestrated in
+    a process of its own (Dagster's run set-up is not thread-safe: it reconfigures logging)."""
+
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, *, raise_on_error: bool, tags: dict):
+        self.defs, self.instance, self.raise_on_error, self.tags = defs, instance, raise_on_error, tags
+        resource = defs.resources.get("sarag_home")
+        settings = resource.settings() if resource is not None and hasattr(resource, "settings") else None
+        self.on_workers = settings is not None and settings.executor == "celery"
+        self.parallel = settings.parallel_runs if self.on_workers else 1
+        self._pool = None  # the processes that orchestrate batch runs at once, kept for the whole pipeline
+
+    def run(self, job_name: str, partition_key: str | None = None, tags: dict | None = None):
+        tags = {**self.tags, **(tags or {})}
+        if not self.on_workers:
+            return self.defs.resolve_job_def(job_name).execute_in_process(
+                partition_key=partition_key, instance=self.instance, tags=tags, run_config=QUIET,
+                raise_on_error=self.raise_on_error)
+        return run_on_workers(self.instance, job_name, partition_key, tags, self.raise_on_error)
+
+    def each(self, job_name: str, items: list, partition_of, label, step, tags=lambda item: {}):
+        """(item, result) for a run of `job_name` per item, in the items' order; runs overlap on workers."""
+        if self.parallel == 1 or len(items) < 2:
+            for item in items:
+                step(label(item))
+                yield item, self.run(job_name, partition_of(item), tags(item))
+            return
+        if self._pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+            from multiprocessing import get_context
+
+            self._pool = ProcessPoolExecutor(max_workers=self.parallel, mp_context=get_context("spawn"))
+        ref = self.instance.get_ref()
+        futures = [self._pool.submit(run_on_workers, ref, job_name, partition_of(item), {**self.tags, **tags(item)},
+                                     self.raise_on_error) for item in items]
+        for item, future in zip(items, futures):
+            step(label(item))
+            yield item, future.result()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
+
+
+@dataclass(frozen=True)
+class WorkerRun:
+    """What the runner needs to know of a run orchestrated for the workers."""
+
+    run_id: str
+    success: bool
+
+
+def run_on_workers(instance, job_name: str, partition_key: str | None, tags: dict, raise_on_error: bool) -> WorkerRun:
+    """Orchestrate one run whose steps the Celery workers execute (`instance` may be its ref, from a pool)."""
+    import warnings
+
+    # dagster-celery declares its step task again for every step it submits; Celery warns each time
+    warnings.filterwarnings("ignore", message=".*already registered to a different callable.*")
+    if not isinstance(instance, dg.DagsterInstance):
+        instance = dg.DagsterInstance.from_ref(instance)
+    if partition_key is not None:
+        tags = {**tags, "dagster/partition": partition_key}
+    job = dg.build_reconstructable_job("sarag_assets.definitions", "job_named", reconstructable_args=(job_name,))
+    with dg.execute_job(job, instance, run_config=QUIET, tags=tags, raise_on_error=raise_on_error) as result:
+        if not result.success:
+            # A step whose worker process died never reported its end, so its pool slot would stay taken and
+            # every later writing step wait for it. The run is over and none of its steps still runs.
+            instance.event_log_storage.free_concurrency_slots_for_run(result.run_id)
+        return WorkerRun(result.run_id, result.success)
+
+
+def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, step, launch: Launcher) -> None:
     """Stage, audit and publish what changed, unless a step failed: readers keep the last good state."""
     from sarag_assets.defs.publication import STAGED_FROM
 
@@ -142,13 +196,20 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
             or _outdated(instance, "published_state", ["staged_state"], None) or not _readable_state(defs)):
         return
     step("auditing and publishing")
-    run = defs.resolve_job_def("publish_job").execute_in_process(instance=instance, run_config=QUIET, **options)
+    run = launch.run("publish_job")
     if run.success:
-        outcome.published = run.asset_materializations_for_node("published_state")[0].metadata["state_id"].value
+        outcome.published = _published_id(instance, run.run_id)
     else:
         outcome.failed.append("published_state")
         outcome.problems.append("nothing published: the staged state failed its audit; readers keep the last "
                                 "published state (see staged_state's checks in the Dagster UI)")
+
+
+def _published_id(instance: dg.DagsterInstance, run_id: str) -> str:
+    """The state id the run's published_state materialization names."""
+    records = instance.fetch_materializations(dg.AssetKey("published_state"), limit=1).records
+    record = next(r for r in records if r.run_id == run_id)
+    return record.asset_materialization.metadata["state_id"].value
 
 
 def _readable_state(defs: dg.Definitions) -> bool:

@@ -1,0 +1,200 @@
+"""Scale-out on Dagster's own engines (issue 22): the same definitions, with the Dagster instance in
+PostgreSQL and every step executed by `sarag worker` processes (dagster-celery), against the machine's
+broker. Two worker processes, batch runs launched at once; the result must equal an in-process run of the
+same corpus, and a worker killed mid-step must cost a retry, not a row."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from sarag_assets.core import publication
+from sarag_assets.core.indices.store import IndexStore
+from sarag_assets.core.ingest.landing import copy_into_inbox
+from sarag_assets.defs.runner import land_and_process
+from sarag_assets.evaluation.synthetic import write_corpus
+from sarag_assets.query import Sarag
+from sarag_assets.settings import Home
+from sarag_assets_tests.defs.scale_out import SARAG, broker, instance_home, postgres_database, workers
+
+BATCH = 10  # conversations per batch partition
+
+
+def _worker_env(root: Path, dagster_home: Path, pg_url: str, broker_url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
+    return env | {"SARAG_HOME": str(root), "DAGSTER_HOME": str(dagster_home), "DAGSTER_PG_URL": pg_url,
+                  "SARAG_EXECUTOR": "celery", "SARAG_CELERY_BROKER": broker_url, "SARAG_BATCH_SIZE": str(BATCH)}
+
+
+def _use(monkeypatch, env: dict[str, str]) -> None:
+    for name in list(os.environ):
+        if name.startswith(("SARAG_", "DAGSTER_")) and name not in env:
+            monkeypatch.delenv(name)
+    for name, value in env.items():
+        if name.startswith(("SARAG_", "DAGSTER_")):
+            monkeypatch.setenv(name, value)
+
+
+def _step_spans(instance: dg.DagsterInstance) -> list[tuple[float, float, str, str, int]]:
+    """(start, end, partition, step, pid) of every successful step, from the event log."""
+    spans = []
+    for run in instance.get_runs():
+        started = {}
+        for entry in instance.all_logs(run.run_id, of_type={dg.DagsterEventType.STEP_START,
+                                                             dg.DagsterEventType.STEP_SUCCESS}):
+            if entry.dagster_event_type == dg.DagsterEventType.STEP_START:
+                started[entry.step_key] = (entry.timestamp, entry.dagster_event.pid)
+            else:
+                begin, pid = started[entry.step_key]
+                spans.append((begin, entry.timestamp, run.tags.get("dagster/partition", ""), entry.step_key, pid))
+    return spans
+
+
+def _celery_workers(instance: dg.DagsterInstance) -> set[str]:
+    names = set()
+    for run in instance.get_runs():
+        for entry in instance.all_logs(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT):
+            worker = entry.dagster_event.engine_event_data.metadata.get("Celery worker")
+            if worker is not None:
+                names.add(worker.value)
+    return names
+
+
+def _snapshot(root: Path, queries: list[dict]) -> dict:
+    """What a reader of the home sees: conversations, validated cells, LanceDB ids, search results."""
+    state = publication.current(Home(root))
+    with duckdb.connect(str(state.warehouse), read_only=True) as con:
+        conversations = sorted(con.execute(
+            "SELECT DISTINCT dialogue_id, content_hash FROM current_dialogues").fetchall())
+        cells = sorted(con.execute(
+            "SELECT dialogue_id, column_name, coalesce(value, '') FROM validated_rows v "
+            "WHERE metadata_version = (SELECT max(metadata_version) FROM validated_rows) "
+            "AND (dialogue_id, batch_key) IN (SELECT dialogue_id, batch_key FROM current_dialogue_versions)").fetchall())
+    store = IndexStore.open_for_read(str(Home(root).lancedb), versions=state.versions)
+    ids = {table: sorted(store.ids(table)) for table in store.tables()}
+    with Sarag(root) as engine:
+        found = [[hit.dialogue_id for hit in engine.search(q["turns"], k=10)] for q in queries]
+    return {"conversations": conversations, "cells": cells, "ids": ids, "search": found}
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    generated = tmp_path / "generated"
+    write_corpus(generated, n=8 * BATCH, seed=11)
+    return generated
+
+
+def test_celery_workers_build_the_same_home_as_one_process(tmp_path, corpus, defs, monkeypatch):
+    queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text().splitlines()[:20]]
+    assert len(queries) == 20
+
+    with postgres_database(tmp_path) as pg_url, broker("redis") as broker_url:
+        root = tmp_path / "scaled"
+        dagster_home = instance_home(tmp_path / "scaled-instance")
+        env = _worker_env(root, dagster_home, pg_url, broker_url)
+        _use(monkeypatch, env)
+        copy_into_inbox(Home(root).ensure(), corpus / "corpus.jsonl")
+        instance = dg.DagsterInstance.from_config(str(dagster_home))
+        with workers(env, tmp_path / "logs"):
+            scaled = land_and_process(defs, instance)
+        assert not scaled.failed and scaled.published, scaled.problems
+        assert len(scaled.batches) == scaled.partitions == 8
+
+        spans = _step_spans(instance)
+        partition_steps = [s for s in spans if s[2]]
+        overlapping = [(a, b) for a in partition_steps for b in partition_steps
+                       if a[2] != b[2] and a[4] != b[4] and a[0] < b[1] and b[0] < a[1]]
+        assert overlapping, "no two partitions' steps ran at the same time on different workers"
+        assert len({s[4] for s in spans}) >= 2 and len(_celery_workers(instance)) == 2
+        assert type(instance.run_storage).__name__ == "PostgresRunStorage"
+        scaled_view = _snapshot(root, queries)
+
+    reference = tmp_path / "one-process"
+    _use(monkeypatch, {"SARAG_HOME": str(reference), "SARAG_BATCH_SIZE": str(BATCH)})
+    copy_into_inbox(Home(reference).ensure(), corpus / "corpus.jsonl")
+    with dg.instance_for_test() as local:
+        alone = land_and_process(defs, local, raise_on_error=True)
+    assert alone.partitions == 8 and alone.published
+    reference_view = _snapshot(reference, queries)
+
+    assert len(scaled_view["conversations"]) == 8 * BATCH
+    assert scaled_view["conversations"] == reference_view["conversations"]
+    assert scaled_view["cells"] == reference_view["cells"] and scaled_view["cells"]
+    assert {t: len(i) for t, i in scaled_view["ids"].items()} == {t: len(i) for t, i in reference_view["ids"].items()}
+    assert scaled_view["ids"] == reference_view["ids"]
+    assert scaled_view["search"] == reference_view["search"]
+
+
+def _running_step(instance: dg.DagsterInstance, step_key: str) -> tuple[str, int] | None:
+    """(run id, worker pid) of a step that has started and not ended."""
+    for run in instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])):
+        events = instance.all_logs(run.run_id, of_type={dg.DagsterEventType.STEP_START,
+                                                         dg.DagsterEventType.STEP_SUCCESS,
+                                                         dg.DagsterEventType.STEP_FAILURE})
+        mine = [e for e in events if e.step_key == step_key]
+        if mine and mine[-1].dagster_event_type == dg.DagsterEventType.STEP_START:
+            return run.run_id, mine[-1].dagster_event.pid
+    return None
+
+
+def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkeypatch):
+    generated = tmp_path / "generated"
+    write_corpus(generated, n=3 * BATCH, seed=12)
+    with postgres_database(tmp_path) as pg_url, broker("rabbitmq") as broker_url:
+        root = tmp_path / "home"
+        dagster_home = instance_home(tmp_path / "instance")
+        env = _worker_env(root, dagster_home, pg_url, broker_url)
+        _use(monkeypatch, env)
+        copy_into_inbox(Home(root).ensure(), generated / "corpus.jsonl")
+        instance = dg.DagsterInstance.from_config(str(dagster_home))
+        with workers(env, tmp_path / "logs"):
+            materialize = subprocess.Popen([SARAG, "materialize"], env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            try:
+                deadline, target = time.monotonic() + 600, None
+                while target is None and materialize.poll() is None and time.monotonic() < deadline:
+                    target = _running_step(instance, "lancedb_indices")
+                    time.sleep(0.2)
+                assert target is not None, "no index step was seen running"
+                run_id, pid = target
+                time.sleep(1.0)  # inside the step: the model is loading or encoding
+                os.kill(pid, signal.SIGKILL)
+                output, _ = materialize.communicate(timeout=600)
+            finally:
+                if materialize.poll() is None:
+                    os.killpg(materialize.pid, signal.SIGKILL)
+            assert materialize.returncode == 1, output
+            assert "nothing published" in output
+            assert instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
+
+            # Dagster's own retry: re-execute the failed run from its failure, on the workers
+            job = dg.build_reconstructable_job("sarag_assets.definitions", "job_named",
+                                               reconstructable_args=("index_batch_job",))
+            options = dg.ReexecutionOptions.from_failure(run_id, instance)
+            failed = instance.get_run_by_id(run_id)
+            with dg.execute_job(job, instance, reexecution_options=options, run_config=failed.run_config,
+                                tags={"dagster/partition": failed.tags["dagster/partition"]}) as retried:
+                assert retried.success
+            index_runs = len(instance.get_runs(filters=dg.RunsFilter(job_name="index_batch_job")))
+            finished = subprocess.run([SARAG, "materialize"], env=env, capture_output=True, text=True, timeout=600)
+            assert finished.returncode == 0, finished.stdout + finished.stderr
+            # the retry completed the batch: nothing was indexed again
+            assert len(instance.get_runs(filters=dg.RunsFilter(job_name="index_batch_job"))) == index_runs
+
+    state = publication.current(Home(root))
+    with duckdb.connect(str(state.warehouse), read_only=True) as con:
+        current = {r[0] for r in con.execute("SELECT DISTINCT dialogue_id FROM current_dialogues").fetchall()}
+    assert len(current) == 3 * BATCH
+    store = IndexStore.open_for_read(str(Home(root).lancedb), versions=state.versions)
+    for table in store.tables():
+        ids = store.ids(table)
+        assert len(ids) == len(set(ids)), f"{table} holds duplicate ids"
+        assert {i.split("#")[0] for i in ids} == current, f"{table} lacks or keeps other conversations"
