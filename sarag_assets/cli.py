@@ -380,8 +380,7 @@ def cmd_worker(args) -> int:
     from sarag_assets.defs.executors import QUEUE
     from sarag_assets.settings import Settings
 
-    settings = Settings.load(args.home)
-    settings.paths.ensure()
+    settings = Settings.load(args.home)  # the runs create the home; a worker only executes their steps
     os.environ["SARAG_HOME"] = str(settings.home)
     print(f"sarag worker: {args.concurrency} process(es) on {settings.celery_broker}, home {settings.home}",
           file=sys.stderr)

@@ -42,7 +42,8 @@ def celery_settings(settings: Settings) -> dict:
     if settings.celery_broker.startswith("filesystem://"):
         queue = settings.home.resolve() / "celery" / "queue"
         queue.mkdir(parents=True, exist_ok=True)
-        config["broker_transport_options"] = {"data_folder_in": str(queue), "data_folder_out": str(queue)}
+        config["broker_transport_options"] = {"data_folder_in": str(queue), "data_folder_out": str(queue),
+                                              "control_folder": str(queue.parent / "control")}
     return config
 
 

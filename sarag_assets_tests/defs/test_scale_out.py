@@ -25,7 +25,7 @@ from sarag_assets.query import Sarag
 from sarag_assets.settings import Home
 from sarag_assets_tests.defs.scale_out import SARAG, broker, instance_home, postgres_database, workers
 
-BATCH = 10  # conversations per batch partition
+BATCH = 5  # conversations per batch partition (8 partitions: enough to overlap, little to compute)
 
 
 def _worker_env(root: Path, dagster_home: Path, pg_url: str, broker_url: str) -> dict[str, str]:
