@@ -248,7 +248,7 @@ class Home:
 
     @property
     def llm_cache(self) -> Path:
-        return self.root / "llm_cache.duckdb"
+        return self.root / "llm_cache.sqlite"
 
     @property
     def reports(self) -> Path:

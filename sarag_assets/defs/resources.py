@@ -49,7 +49,7 @@ class IngestConfig(dg.ConfigurableResource):
 
 class Structuring(dg.ConfigurableResource):
     """The structuring backend the settings choose (the LLM backend when `llm.base_url` is set, else the
-    embedded one), with LLM calls cached in `<home>/llm_cache.duckdb`. Fields set here override the
+    embedded one), with LLM calls cached in `<home>/llm_cache.sqlite`. Fields set here override the
     settings' capacity, minimum support and ablation switches ("governed"/"fixed", "on"/"off")."""
 
     capacity: int = 0

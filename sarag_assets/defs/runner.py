@@ -1,8 +1,10 @@
 """Driving the real Definitions in-process: what `sarag demo`, `sarag eval` and the tests use.
 
 It evaluates the real inbox sensor against a real instance, registers the partitions it asks for,
-executes each run request's job in-process on that instance, then the unpartitioned and stale
-downstream assets, in the order the daemon's automation conditions would run them. The runs,
+executes each run request's job on that instance, then the unpartitioned and stale downstream assets, in
+the order the daemon's automation conditions would run them. With the `executor` setting at `celery`, the
+runs' steps go to `sarag worker` processes and the jobs are rebuilt from `sarag_assets.definitions` (what
+the workers load), not from the `defs` passed in. The runs,
 materializations and check results show in the Dagster UI afterwards. A request whose run key
 already ran successfully is skipped, as the daemon would skip it.
 """

@@ -1,24 +1,23 @@
-"""A DuckDB-backed cache of validated LLM answers. No Dagster imports.
+"""A cache of validated LLM answers. No Dagster imports.
 
 One row per call key (sha256 of model, messages, output schema and mode, computed by the client):
 
     llm_call_cache(key VARCHAR PRIMARY KEY, model VARCHAR, task VARCHAR, response_json VARCHAR,
                    prompt_tokens INT, completion_tokens INT, created_at TIMESTAMP)
 
-The cache has a DuckDB file of its own (`Home.llm_cache`, not the warehouse, which readers open while
-a step runs): a cache on a path opens one connection at its first use and holds it until `close()`, so
-that a call costs a lookup and an insert rather than opening and checkpointing a database (on a loaded
-2-core machine about 50 ms, which would serialize concurrent calls). Opening waits (briefly, with
-backoff) while another process holds the file's lock. Within one process a lock per database serializes
-the operations, so worker threads can share a cache. A cache over a connection factory opens a
-connection per operation instead.
+A cache on a path is a SQLite file of its own (`Home.llm_cache`) in WAL mode: many processes (the steps
+of Celery workers) read and write it at once, each write a short transaction, and a writer waits for
+another's commit instead of failing. It opens one connection at its first use and holds it until
+`close()`, so a call costs a lookup and an insert. Within one process a lock per database serializes the
+operations, so worker threads can share a cache. A cache over a connection factory (a DuckDB connection,
+e.g. dagster-duckdb's resource) opens a connection per operation instead.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
-import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,7 +57,7 @@ def _is_local_path(target: str) -> bool:
 
 
 class CallCache:
-    """`CallCache("data/sarag.duckdb")` or `CallCache(lambda: resource.get_connection())`."""
+    """`CallCache("data/llm_cache.sqlite")` or `CallCache(lambda: resource.get_connection())`."""
 
     def __init__(self, path_or_connection_factory: "str | os.PathLike[str] | ConnectionFactory", *, lock_wait_s: float = 30.0):
         self.lock_wait_s = lock_wait_s
@@ -80,28 +79,21 @@ class CallCache:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 target = str(Path(target).resolve())
             self._lock = _lock_for(target)
-        self._held: duckdb.DuckDBPyConnection | None = None
+        self._held: sqlite3.Connection | None = None
 
     def __repr__(self) -> str:
         return f"CallCache({self.path!r})" if self.path else "CallCache(<connection factory>)"
 
     # -- connections -------------------------------------------------------------------------------
 
-    def _open(self) -> duckdb.DuckDBPyConnection:
+    def _open(self) -> sqlite3.Connection:
         assert self.path is not None
-        deadline = time.monotonic() + self.lock_wait_s
-        delay = 0.05
-        while True:
-            try:
-                return duckdb.connect(self.path)
-            except duckdb.IOException as exc:  # another process holds the write lock
-                if "lock" not in str(exc).lower() or time.monotonic() >= deadline:
-                    raise
-                time.sleep(delay)
-                delay = min(delay * 2, 1.0)
+        con = sqlite3.connect(self.path, timeout=self.lock_wait_s, check_same_thread=False, isolation_level=None)
+        con.execute("PRAGMA journal_mode=WAL")  # readers never wait for a writer; writers queue briefly
+        return con
 
     @contextmanager
-    def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def _connection(self) -> Iterator[Any]:
         with self._lock:
             if self._factory is None:
                 if self._held is None:
@@ -143,7 +135,7 @@ class CallCache:
         completion_tokens: int = 0,
     ) -> None:
         """Store (or replace) the validated answer for `key`."""
-        created_at = datetime.now(timezone.utc).replace(tzinfo=None)
+        created_at = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
         with self._connection() as con:
             con.execute(
                 f"INSERT OR REPLACE INTO {TABLE} "

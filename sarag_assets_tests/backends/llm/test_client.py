@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import pickle
+import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -332,7 +335,7 @@ def test_cache_misses_on_another_response_model_or_model_name(server, tmp_path):
 
 
 def test_cache_survives_a_new_client_on_the_same_file(server, tmp_path):
-    path = tmp_path / "sub" / "warehouse.duckdb"
+    path = tmp_path / "sub" / "llm_cache.sqlite"
     server.enqueue(Behaviour.tool_call(GOOD, usage=(11, 7)))
     ask(llm_for(server, cache=CallCache(path)))
 
@@ -343,7 +346,7 @@ def test_cache_survives_a_new_client_on_the_same_file(server, tmp_path):
     assert len(server.requests) == 1
     assert stats.cache_hits == 1 and stats.calls == 0
 
-    con = duckdb.connect(str(path))  # nobody holds the file: another connection can open it
+    con = sqlite3.connect(str(path))  # the answer is in the file, for any reader
     try:
         row = con.execute("SELECT model, task, prompt_tokens, completion_tokens, response_json FROM llm_call_cache").fetchone()
     finally:
@@ -397,10 +400,33 @@ def test_call_cache_is_thread_safe_and_accepts_a_connection_factory(tmp_path):
         t.join()
     assert not errors
     assert cache.count() == 16
-    assert CallCache(path).get("k0-3") == "7"
+    assert CallCache(lambda: duckdb.connect(path)).get("k0-3") == "7"
     assert cache.entry("k0-3")["task"] == "t"
     with pytest.raises(ValueError):
         CallCache(":memory:")
+
+
+WRITER = """
+import sys
+from sarag_assets.backends.llm.cache import CallCache
+cache = CallCache(sys.argv[1], lock_wait_s=5)
+for i in range(50):
+    cache.put(f"other-{i}", model="m", task="t", response_json=str(i))
+assert cache.get("mine-0") == "0"
+print(cache.count())
+"""
+
+
+def test_processes_share_the_call_cache_while_each_holds_it_open(tmp_path):
+    # Celery workers run LLM steps at once, each holding the home's cache for the whole step
+    path = tmp_path / "llm_cache.sqlite"
+    cache = CallCache(path, lock_wait_s=5)
+    cache.put("mine-0", model="m", task="t", response_json="0")  # this process now holds its connection
+    other = subprocess.run([sys.executable, "-c", WRITER, str(path)], capture_output=True, text=True, timeout=120)
+    assert other.returncode == 0, other.stderr
+    assert int(other.stdout) == 51
+    cache.put("mine-1", model="m", task="t", response_json="1")
+    assert cache.get("other-49") == "49" and cache.count() == 52
 
 
 def test_a_locked_cache_does_not_stop_the_call(server, tmp_path):
