@@ -126,6 +126,13 @@ class Launcher:
         self.on_workers = settings is not None and settings.executor == "celery"
         self.parallel = settings.parallel_runs if self.on_workers else 1
         self._pool = None  # the processes that orchestrate batch runs at once, kept for the whole pipeline
+        if self.on_workers:
+            # Dagster creates a pool's limit row when a run first claims the pool. Runs that do it at the
+            # same moment on PostgreSQL race: the loser's INSERT fails and its fallback UPDATE runs in the
+            # aborted transaction, so the run fails (seen). One claim before the runs start avoids it.
+            from sarag_assets.defs.resources import DUCKDB_POOL
+
+            instance.event_log_storage.initialize_concurrency_limit_to_default(DUCKDB_POOL)
 
     def run(self, job_name: str, partition_key: str | None = None, tags: dict | None = None):
         tags = {**self.tags, **(tags or {})}
