@@ -151,9 +151,13 @@ def _process(home) -> int:
     os.environ["SARAG_HOME"] = str(home.root)
     instance = _dagster_instance(home)
     from sarag_assets.definitions import defs
+    from sarag_assets.defs.executors import NoWorkers
 
-    with _progress() as progress:
-        run = land_and_process(defs, instance, progress=progress)
+    try:
+        with _progress() as progress:
+            run = land_and_process(defs, instance, progress=progress)
+    except NoWorkers as exc:
+        raise CliError(str(exc)) from None
     _print_summary(home, run)
     return 1 if run.failed else 0
 

@@ -58,6 +58,26 @@ def executor_for(settings: Settings) -> dg.ExecutorDefinition:
     )
 
 
+class NoWorkers(RuntimeError):
+    """The executor is celery and no `sarag worker` answers on the broker: runs would wait forever."""
+
+
+def check_workers(settings: Settings, timeout_s: float = 5.0) -> int:
+    """The number of workers that answer a ping on the settings' broker; raises NoWorkers when none does
+    (or the broker itself does not answer). The filesystem broker cannot broadcast, so it is not asked."""
+    if settings.celery_broker.startswith("filesystem://"):
+        return 0
+    app = worker_app(settings)
+    try:
+        replies = app.control.ping(timeout=timeout_s)
+    except Exception as exc:  # kombu's connection errors vary by transport
+        raise NoWorkers(f"the Celery broker {settings.celery_broker} does not answer ({exc})") from None
+    if not replies:
+        raise NoWorkers(f"no `sarag worker` answers on {settings.celery_broker}: start one (docs/deployment.md), "
+                        "or set executor = in_process")
+    return len(replies)
+
+
 def worker_app(settings: Settings):
     """The Celery app a `sarag worker` process serves: dagster-celery's step task on the runs' broker."""
     from dagster_celery.config import DEFAULT_CONFIG, dict_wrapper

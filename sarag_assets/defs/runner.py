@@ -127,12 +127,17 @@ class Launcher:
         self.parallel = settings.parallel_runs if self.on_workers else 1
         self._pool = None  # the processes that orchestrate batch runs at once, kept for the whole pipeline
         if self.on_workers:
+            from sarag_assets.defs.executors import check_workers
+
+            check_workers(settings)
             # Dagster creates a pool's limit row when a run first claims the pool. Runs that do it at the
             # same moment on PostgreSQL race: the loser's INSERT fails and its fallback UPDATE runs in the
             # aborted transaction, so the run fails (seen). One claim before the runs start avoids it.
             from sarag_assets.defs.resources import DUCKDB_POOL
 
-            instance.event_log_storage.initialize_concurrency_limit_to_default(DUCKDB_POOL)
+            storage = instance.event_log_storage
+            if DUCKDB_POOL not in storage.get_concurrency_keys():  # as Dagster's own claim does: once
+                storage.initialize_concurrency_limit_to_default(DUCKDB_POOL)
 
     def run(self, job_name: str, partition_key: str | None = None, tags: dict | None = None):
         tags = {**self.tags, **(tags or {})}

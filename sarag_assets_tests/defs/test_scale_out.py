@@ -198,3 +198,18 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
         ids = store.ids(table)
         assert len(ids) == len(set(ids)), f"{table} holds duplicate ids"
         assert {i.split("#")[0] for i in ids} == current, f"{table} lacks or keeps other conversations"
+
+
+def test_materialize_on_celery_without_a_worker_or_broker_says_so_in_one_line(tmp_path):
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
+    base |= {"SARAG_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
+             "SARAG_EXECUTOR": "celery"}
+    cases = [("redis://127.0.0.1:1/0", "does not answer")]  # nothing listens on port 1
+    with broker("redis") as broker_url:
+        if not broker_url.startswith("filesystem://"):  # the filesystem broker cannot be asked who listens
+            cases.append((broker_url, "no `sarag worker` answers"))
+        for url, said in cases:
+            done = subprocess.run([SARAG, "materialize"], env=base | {"SARAG_CELERY_BROKER": url},
+                                  capture_output=True, text=True, timeout=300)
+            assert done.returncode == 2, done.stdout + done.stderr
+            assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
