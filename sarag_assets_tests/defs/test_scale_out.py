@@ -43,6 +43,16 @@ def _use(monkeypatch, env: dict[str, str]) -> None:
             monkeypatch.setenv(name, value)
 
 
+def _landed_home(root: Path, instance_dir: Path, pg_url: str, broker_url: str, corpus_file: Path, monkeypatch):
+    """A home with `corpus_file` in its inbox, this process set up as its workers will be, and the
+    PostgreSQL instance: (the workers' environment, the instance)."""
+    dagster_home = instance_home(instance_dir)
+    env = _worker_env(root, dagster_home, pg_url, broker_url)
+    _use(monkeypatch, env)
+    copy_into_inbox(Home(root).ensure(), corpus_file)
+    return env, dg.DagsterInstance.from_config(str(dagster_home))
+
+
 def _step_spans(instance: dg.DagsterInstance) -> list[tuple[float, float, str, str, int]]:
     """(start, end, partition, step, pid) of every successful step, from the event log."""
     spans = []
@@ -98,11 +108,8 @@ def test_celery_workers_build_the_same_home_as_one_process(tmp_path, corpus, def
 
     with postgres_database(tmp_path) as pg_url, broker("redis") as broker_url:
         root = tmp_path / "scaled"
-        dagster_home = instance_home(tmp_path / "scaled-instance")
-        env = _worker_env(root, dagster_home, pg_url, broker_url)
-        _use(monkeypatch, env)
-        copy_into_inbox(Home(root).ensure(), corpus / "corpus.jsonl")
-        instance = dg.DagsterInstance.from_config(str(dagster_home))
+        env, instance = _landed_home(root, tmp_path / "scaled-instance", pg_url, broker_url,
+                                     corpus / "corpus.jsonl", monkeypatch)
         with workers(env, tmp_path / "logs"):
             scaled = land_and_process(defs, instance)
         assert not scaled.failed and scaled.published, scaled.problems
@@ -150,11 +157,8 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
     write_corpus(generated, n=3 * BATCH, seed=12)
     with postgres_database(tmp_path) as pg_url, broker("rabbitmq") as broker_url:
         root = tmp_path / "home"
-        dagster_home = instance_home(tmp_path / "instance")
-        env = _worker_env(root, dagster_home, pg_url, broker_url)
-        _use(monkeypatch, env)
-        copy_into_inbox(Home(root).ensure(), generated / "corpus.jsonl")
-        instance = dg.DagsterInstance.from_config(str(dagster_home))
+        env, instance = _landed_home(root, tmp_path / "instance", pg_url, broker_url,
+                                     generated / "corpus.jsonl", monkeypatch)
         with workers(env, tmp_path / "logs"):
             materialize = subprocess.Popen([SARAG, "materialize"], env=env, stdout=subprocess.PIPE,
                                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
