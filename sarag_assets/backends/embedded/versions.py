@@ -58,6 +58,8 @@ _KEYED_VERSION = re.compile(
     r"(?:is\s+|:\s*|=\s*|of\s+)?(?P<v>[vV]?\d{1,6}(?:[.\-_]\w+)*)(?![\w.]*\w)",
     re.IGNORECASE,
 )
+# three dotted parts or more: never a quantity, so "4.7.6 in the About box" is no "4.7.6 inches"
+_MULTI_PART = re.compile(r"[vV]?\d+(?:\.\d+){2,}")
 _V_PREFIX = re.compile(r"(?<![\w.])(?P<v>[vV]\d{1,4}(?:\.\d{1,6}){0,4})(?![\w.]*\d)")
 _UNIT_AFTER = re.compile(
     r"^\s?(?:%|x\b|gb|mb|kb|tb|gib|mib|ghz|mhz|khz|hz|mbps|gbps|kbps|mb/s|gb/s|ms|s\b|sec|secs|seconds|min|mins|minutes|"
@@ -181,7 +183,7 @@ def find_versions(text: str, *, role: str = "user", instruction: bool = False) -
 
     for m in _KEYED_VERSION.finditer(text):
         v = m.group("v").rstrip(".-_")
-        if not re.search(r"\d", v) or _UNIT_AFTER.match(text[m.end("v") :]):
+        if not re.search(r"\d", v) or (_UNIT_AFTER.match(text[m.end("v") :]) and not _MULTI_PART.match(v)):
             continue
         if re.fullmatch(r"\d{1,2}", v) and m.group("key").lower() in ("release", "patch", "rev", "revision"):
             continue
@@ -192,7 +194,7 @@ def find_versions(text: str, *, role: str = "user", instruction: bool = False) -
         s, e = m.span("v")
         if _looks_like_date(v) or _looks_like_ip(v, text, s):
             continue
-        if _UNIT_AFTER.match(text[e:]) or re.search(r"[$€£¥]\s*$", _before(text, s, 3)):
+        if (_UNIT_AFTER.match(text[e:]) and not _MULTI_PART.match(v)) or re.search(r"[$€£¥]\s*$", _before(text, s, 3)):
             continue
         n_parts = v.lstrip("vV").count(".") + 1
         if n_parts == 2 and re.match(r"^\s?(?:am|pm|a\.m|p\.m)\b", text[e:], re.I):

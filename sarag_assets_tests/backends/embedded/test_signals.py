@@ -95,6 +95,8 @@ def test_split_sentences_keeps_list_items_versions_and_abbreviations():
         ("Kernel is 5.15.0-91-generic.", [("kernel_version", "5.15.0-91-generic")]),
         ("It started after build 22621 rolled out.", [("build_number", "22621")]),
         ("I rolled back to v2.3.1 and it works.", [("version", "v2.3.1")]),
+        ("Also, it says 4.7.6 in the About box.", [("version", "4.7.6")]),  # "in" is no unit after three parts
+        ("Firmware 3.6.2 in the office, 3.6.4 at home.", [("firmware_version", "3.6.2"), ("version", "3.6.4")]),
     ],
 )
 def test_versions(text, expected):
@@ -110,6 +112,7 @@ def test_versions(text, expected):
         "The meeting is on 12.03.2024.",  # a date
         "I rated it 4.5 stars.",
         "Around 8.30 in the evening.",  # two parts without a version cue
+        "The screen is 6.1 in wide.",  # a measurement in inches
     ],
 )
 def test_not_versions(text):
