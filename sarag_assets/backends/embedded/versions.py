@@ -58,7 +58,6 @@ _KEYED_VERSION = re.compile(
     r"(?:is\s+|:\s*|=\s*|of\s+)?(?P<v>[vV]?\d{1,6}(?:[.\-_]\w+)*)(?![\w.]*\w)",
     re.IGNORECASE,
 )
-# three dotted parts or more: never a quantity, so "4.7.6 in the About box" is no "4.7.6 inches"
 _MULTI_PART = re.compile(r"[vV]?\d+(?:\.\d+){2,}")
 _V_PREFIX = re.compile(r"(?<![\w.])(?P<v>[vV]\d{1,4}(?:\.\d{1,6}){0,4})(?![\w.]*\d)")
 _UNIT_AFTER = re.compile(
@@ -143,6 +142,12 @@ def _version_owner(text: str, start: int, end: int) -> tuple[str | None, bool]:
     return owner, cue
 
 
+def _is_quantity(number: str, after: str) -> bool:
+    """A unit follows the number. Three dotted parts or more are never a quantity, so "4.7.6 in the About
+    box" is no "4.7.6 inches"."""
+    return bool(_UNIT_AFTER.match(after)) and not _MULTI_PART.match(number)
+
+
 def find_versions(text: str, *, role: str = "user", instruction: bool = False) -> list[Hit]:
     """Software/firmware versions: dotted numbers with at least three parts, or two parts / a bare
     number next to a version word ("version 11", "build 22621", "on 4.1"). Not IP addresses, dates,
@@ -183,7 +188,7 @@ def find_versions(text: str, *, role: str = "user", instruction: bool = False) -
 
     for m in _KEYED_VERSION.finditer(text):
         v = m.group("v").rstrip(".-_")
-        if not re.search(r"\d", v) or (_UNIT_AFTER.match(text[m.end("v") :]) and not _MULTI_PART.match(v)):
+        if not re.search(r"\d", v) or _is_quantity(v, text[m.end("v") :]):
             continue
         if re.fullmatch(r"\d{1,2}", v) and m.group("key").lower() in ("release", "patch", "rev", "revision"):
             continue
@@ -194,7 +199,7 @@ def find_versions(text: str, *, role: str = "user", instruction: bool = False) -
         s, e = m.span("v")
         if _looks_like_date(v) or _looks_like_ip(v, text, s):
             continue
-        if (_UNIT_AFTER.match(text[e:]) and not _MULTI_PART.match(v)) or re.search(r"[$€£¥]\s*$", _before(text, s, 3)):
+        if _is_quantity(v, text[e:]) or re.search(r"[$€£¥]\s*$", _before(text, s, 3)):
             continue
         n_parts = v.lstrip("vV").count(".") + 1
         if n_parts == 2 and re.match(r"^\s?(?:am|pm|a\.m|p\.m)\b", text[e:], re.I):
