@@ -414,8 +414,9 @@ def cmd_eval(args) -> int:
 
         root = Path(tempfile.mkdtemp(prefix="sarag-eval-"))
     try:
-        run = evaluate(args.corpus, args.queries, root, k=args.k, systems=args.systems, truth=args.truth,
-                       log=lambda line: print(f"[eval] {line}", file=sys.stderr, flush=True))
+        with _progress() as progress:
+            run = evaluate(args.corpus, args.queries, root, k=args.k, systems=args.systems, truth=args.truth,
+                           log=progress)
     except (EvalError, EvalFileError) as exc:
         raise CliError(str(exc)) from None
     print(render_table(run.report))

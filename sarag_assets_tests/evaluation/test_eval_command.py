@@ -52,6 +52,10 @@ def test_eval_on_a_real_fixture_set_reports_every_system(tmp_path):
     assert all(-1.0 <= c[m] <= 1.0 for c in fidelity["conversations"]
                for m in ("problem", "first_user_turn", "resolution", "last_helper_turn"))
     assert "Fidelity of the problem and resolution cells" in result.stdout
+    # progress, one line per step when stderr is not a terminal: the ingest, each system, the fidelity
+    steps = [line for line in result.stderr.splitlines() if line.startswith("sarag: ")]
+    assert any("ingesting" in line for line in steps) and any("sarag: sarag: " in line for line in steps)
+    assert any("fidelity" in line for line in steps)
     import duckdb
 
     from sarag_assets.core.structuring.governance import FIXED_SCHEMA

@@ -259,6 +259,13 @@ def test_cli_version_and_examples():
     assert "examples:" in helped.stdout and "sarag serve" in helped.stdout
 
 
+def test_serve_binds_this_machine_only_unless_told():
+    from sarag_assets.cli import build_parser
+
+    assert build_parser().parse_args(["serve"]).host == "127.0.0.1"
+    assert build_parser().parse_args(["serve", "--host", "0.0.0.0"]).host == "0.0.0.0"
+
+
 @pytest.mark.parametrize("args", [
     ("sql", "DROP TABLE raw_dialogues"),
     ("sql", "SELECT * FROM read_csv('/etc/passwd')"),
