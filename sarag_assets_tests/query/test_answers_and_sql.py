@@ -290,3 +290,26 @@ def test_cli_bad_conversation_file_is_a_clear_error(built_home, tmp_path):
 def test_models_used_by_the_llm_paths_are_strict():
     assert set(GroundedAnswer.model_fields) == {"answer", "supported", "citations"}
     assert set(SqlPlan.model_fields) == {"sql", "columns"} and set(SqlAnswer.model_fields) == {"answer", "supported"}
+
+
+@pytest.mark.parametrize("damage", ["lancedb folder gone", "one table gone"])
+def test_a_published_state_missing_its_lancedb_tables_is_one_line_not_an_empty_answer(built_home, tmp_path, damage):
+    """A half-deleted index is never served as if it held nothing (the state names its tables)."""
+    import shutil
+
+    from sarag_assets.settings import Home
+
+    copy = Home(tmp_path / "home")
+    shutil.copytree(built_home.root, copy.root, ignore=shutil.ignore_patterns("dagster_home"))
+    if damage == "lancedb folder gone":
+        shutil.rmtree(copy.lancedb)
+    else:
+        shutil.rmtree(copy.lancedb / "conversation_passages.lance")
+    for args in (("search", "my router keeps dropping"), ("ask", "my router keeps dropping")):
+        result = _cli(*args, home=copy)
+        assert result.returncode == 2, (args, result.stdout[-500:], result.stderr[-2000:])
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+        assert "LanceDB" in result.stderr and "sarag materialize" in result.stderr, result.stderr
+    # the warehouse copy is whole: SQL still answers from it
+    sql = _cli("sql", "SELECT count(*) AS n FROM current_dialogues", "--json", home=copy)
+    assert sql.returncode == 0, sql.stderr

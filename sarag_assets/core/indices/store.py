@@ -142,6 +142,10 @@ def ann_parameters(num_rows: int, dimension: int) -> dict[str, int]:
     return {"num_partitions": partitions, "num_sub_vectors": sub_vectors}
 
 
+class MissingIndex(RuntimeError):
+    """A table or version that a pinned (published) state names is not in the LanceDB folder."""
+
+
 class IndexStore:
     """The LanceDB tables under one `uri`; see the module docstring for the contract.
 
@@ -232,13 +236,21 @@ class IndexStore:
             return None
         db = self._connect()
         if db is None:
+            if self.versions is not None:  # a pinned state names this table: reading it as empty would lie
+                raise MissingIndex(f"the LanceDB folder is missing (the published state names table {table!r})")
             return None
         try:
             handle = db.open_table(table)
         except ValueError:  # "Table '...' was not found"
+            if self.versions is not None:
+                raise MissingIndex(f"the LanceDB table {table!r} of the published state is missing") from None
             return None
         if self.versions is not None:
-            handle.checkout(self.versions[table])
+            try:
+                handle.checkout(self.versions[table])
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise MissingIndex(f"version {self.versions[table]} of the LanceDB table {table!r}, which the "
+                                   f"published state names, cannot be read ({type(exc).__name__})") from None
         if not self.read_only and not _primary_key(handle.schema):
             try:  # a table made before the key was declared
                 handle.set_unenforced_primary_key("id")

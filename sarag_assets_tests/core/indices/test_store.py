@@ -410,3 +410,27 @@ def test_vector_health_judges_what_is_stored(store):
     assert not health["passed"] and health["off_norm"] == 1 and health["max_norm"] == pytest.approx(2, abs=1e-5)
     assert vector_health(np.zeros((0, DIM)), DIM)["passed"]
     assert not vector_health(np.full((1, DIM), np.nan), DIM)["passed"]
+
+
+def test_a_pinned_reader_refuses_a_table_or_version_that_is_gone(tmp_path):
+    """A published state names its tables and versions; one missing is damage, never an empty table."""
+    import shutil
+
+    from sarag_assets.core.indices.store import MissingIndex
+
+    uri = str(tmp_path / "lancedb")
+    writer = IndexStore(uri, dimension=DIM)
+    writer.replace_batch(TABLE_ROWS, "A", rows(A))
+    version = writer._open(TABLE_ROWS).version
+    pinned = IndexStore.open_for_read(uri, dimension=DIM, versions={TABLE_ROWS: version})
+    assert pinned.counts(TABLE_ROWS) == 3
+    assert pinned.counts(GRAPH_NODES) == 0  # a table the state does not name holds nothing, rightly
+    with pytest.raises(MissingIndex, match="version 999"):
+        IndexStore.open_for_read(uri, dimension=DIM, versions={TABLE_ROWS: 999}).counts(TABLE_ROWS)
+    shutil.rmtree(Path(uri) / f"{TABLE_ROWS}.lance")
+    with pytest.raises(MissingIndex, match="table 'table_rows'"):
+        IndexStore.open_for_read(uri, dimension=DIM, versions={TABLE_ROWS: version}).counts(TABLE_ROWS)
+    shutil.rmtree(uri)
+    with pytest.raises(MissingIndex, match="folder is missing"):
+        IndexStore.open_for_read(uri, dimension=DIM, versions={TABLE_ROWS: version}).counts(TABLE_ROWS)
+    assert not Path(uri).exists()  # and the reader created nothing
