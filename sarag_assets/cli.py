@@ -149,6 +149,7 @@ def _process(home) -> int:
     from sarag_assets.defs.runner import land_and_process
 
     os.environ["SARAG_HOME"] = str(home.root)
+    _check_stores(home)
     instance = _dagster_instance(home)
     from sarag_assets.definitions import defs
     from sarag_assets.defs.executors import NoWorkers
@@ -160,6 +161,28 @@ def _process(home) -> int:
         raise CliError(str(exc)) from None
     _print_summary(home, run)
     return 1 if run.failed else 0
+
+
+def _check_stores(home) -> None:
+    """A damaged warehouse or LanceDB folder is one line before any step runs, not a step's traceback."""
+    import duckdb
+
+    from sarag_assets.query.damage import damaged_store
+
+    aside = "move it aside and rebuild with `sarag materialize`"
+    if home.lancedb.exists() and not home.lancedb.is_dir():
+        raise CliError(f"the LanceDB folder {home.lancedb} is a file; {aside}")
+    if not home.warehouse.exists():
+        return
+    if home.warehouse.is_dir():
+        raise CliError(f"the warehouse {home.warehouse} is a folder, not a DuckDB file; {aside}")
+    try:
+        duckdb.connect(str(home.warehouse), read_only=True).close()
+    except duckdb.IOException as exc:
+        if "lock" not in str(exc).lower():  # another process writing: the steps wait for it
+            raise CliError(damaged_store(exc)) from None
+    except duckdb.Error as exc:
+        raise CliError(damaged_store(exc)) from None
 
 
 @contextlib.contextmanager

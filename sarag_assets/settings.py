@@ -259,8 +259,15 @@ class Home:
         return self.root / "dagster_home"
 
     def ensure(self) -> "Home":
+        """Create the home's folders; a home that cannot hold them is one line naming why."""
         for path in (self.root, self.inbox, self.landed, self.batches, self.reports):
-            path.mkdir(parents=True, exist_ok=True)
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+            except (FileExistsError, NotADirectoryError):
+                raise SettingsError(f"the home {self.root} cannot be used: {path} is not a folder; point --home "
+                                    "(or SARAG_HOME) at a folder") from None
+            except PermissionError:
+                raise SettingsError(f"the home {self.root} cannot be used: no permission to create {path}") from None
         return self
 
 

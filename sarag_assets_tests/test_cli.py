@@ -53,8 +53,26 @@ def test_land_copies_into_the_inbox_and_refuses_bad_arguments(tmp_path):
     assert refused.stderr.strip().splitlines() == [
         "sarag: error: chats.csv~: not landed: names ending in '.part', '.tmp', '.crdownload', '.swp', '~' are "
         "files still being written (or editor backups), which the inbox scanner skips; rename the file"]
+    for name in ("x.tmp", ".hidden", "..%2fx.jsonl", "..%2f..%2fevil.jsonl", "notes~"):
+        odd = tmp_path / name
+        odd.write_text(source.read_text())
+        one = sarag("land", str(odd), env_home=home)
+        assert one.returncode == 2 and len(one.stderr.strip().splitlines()) == 1, (name, one.stderr)
+        assert one.stderr.startswith(f"sarag: error: {name}: not landed:") and "rename the file" in one.stderr
+    # a path-like name that the scanner lands stays in the inbox, under its own name
+    slashy = tmp_path / "a%2f..%2f..%2fx.csv"
+    slashy.write_text(source.read_text().replace("c1", "c2"))
+    landed = sarag("land", str(slashy), "--format", "turn_csv", env_home=home)
+    assert landed.returncode == 0, landed.stderr[-2000:]
+    from sarag_assets.core.ingest.landing import scan_inbox
+    from sarag_assets.settings import Home
+
+    scan = scan_inbox(Home(home), {}, max_per_batch=100)  # what the inbox sensor does next
+    assert sorted(m.source_file for m in scan.manifests) == ["turn_csv/a%2f..%2f..%2fx.csv", "turn_csv/chats.csv"]
+    assert scan.problems == []
     assert sorted(p.relative_to(home / "inbox").as_posix() for p in (home / "inbox").rglob("*") if p.is_file()) \
-        == ["turn_csv/chats.csv"]
+        == ["turn_csv/a%2f..%2f..%2fx.csv", "turn_csv/chats.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith("x.csv")) == ["a%2f..%2f..%2fx.csv"]
 
 
 def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp_path):
@@ -92,6 +110,39 @@ def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(t
         assert "cannot open the warehouse" in sql.stderr and str(home) not in sql.stderr
     elif damage in ("directory", "missing copy"):
         assert "has lost its warehouse copy" in sql.stderr
+
+
+def test_a_home_that_is_a_file_is_one_line_from_every_command(tmp_path):
+    home = tmp_path / "home"
+    home.write_text("not a folder")
+    source = tmp_path / "chats.jsonl"
+    source.write_text('{"dialogue_id": "d1", "turns": [{"speaker": "user", "text": "printer jams"}]}\n')
+    for args in (("init", "--home", str(home)), ("land", str(source)), ("materialize",), ("search", "printer"),
+                 ("ask", "printer"), ("sql", "SELECT 1"), ("show", "d1"), ("serve", "--port", "1")):
+        result = sarag(*args, env_home=home)
+        assert result.returncode == 2, (args, result.stderr[-2000:])
+        lines = result.stderr.strip().splitlines()
+        assert "Traceback" not in result.stderr and len(lines) == 1 and lines[0].startswith("sarag: error:"), \
+            (args, result.stderr[-2000:])
+        assert "is not a folder" in lines[0], (args, lines[0])
+    assert home.read_text() == "not a folder"
+
+
+@pytest.mark.parametrize("damage", ["garbage", "directory"])
+def test_materialize_on_a_damaged_warehouse_is_one_line_before_any_step(tmp_path, damage):
+    home = tmp_path / "home"
+    home.mkdir()
+    warehouse = home / "warehouse.duckdb"
+    if damage == "garbage":
+        warehouse.write_bytes(bytes(range(256)) * 400)
+    else:
+        warehouse.mkdir()
+    result = sarag("materialize", env_home=home)
+    assert result.returncode == 2, result.stderr[-2000:]
+    lines = result.stderr.strip().splitlines()
+    assert "Traceback" not in result.stderr and len(lines) == 1, result.stderr[-2000:]
+    assert "warehouse" in lines[0] and "sarag materialize" in lines[0]
+    assert not (home / "dagster_home" / "storage").exists()  # no run was started
 
 
 def test_a_damaged_lancedb_table_is_named_with_what_to_run(tmp_path):

@@ -82,6 +82,10 @@ class HomeNotReady(RuntimeError):
     """The home has no materialized tables or indices to search."""
 
 
+class StateRetired(QueryError):
+    """The published state an open reader holds is gone (retention keeps the last two)."""
+
+
 class LLMRequired(RuntimeError):
     """The operation needs an LLM endpoint and none is configured."""
 
@@ -427,6 +431,9 @@ class Sarag:
         SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
         from sarag_assets.query.sql import SqlLimits, run_select
 
+        if not self.publication.warehouse.exists():  # newer states were published and this one retired
+            raise StateRetired(f"the published state {self.publication.id} this reader opened was retired by newer "
+                               "publications; refresh() reads the newest")
         return run_select(self.publication.warehouse, statement, max_rows=max_rows,
                           limits=SqlLimits.from_settings(self.config))
 

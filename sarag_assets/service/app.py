@@ -203,7 +203,7 @@ class Engines:
                 fresh = Sarag(self.home, embedder=old.embedder if old is not None else None)
                 fresh.retrieve("warm up", 1)  # loads the model and the vectors before it serves anyone
             except Exception as exc:  # noqa: BLE001 - the reason is served, the old state kept
-                self._problem = _one_line(exc)
+                self._problem = _one_line(exc, self.home)
                 if old is not None:
                     log.warning("keeping published state %s: %s", old.publication.id, self._problem)
                 return False
@@ -224,10 +224,15 @@ class Engines:
         return self._problem
 
 
-def _one_line(exc: BaseException) -> str:
+def _one_line(exc: BaseException, home: Home) -> str:
+    """The reason, in one line, without the server's paths (whoever asks sees `<home>` instead)."""
     from sarag_assets.query.damage import damaged_store
 
-    return damaged_store(exc) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    message = damaged_store(exc) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    for shown in sorted({str(home.root.resolve()), str(home.root)}, key=len, reverse=True):
+        if shown not in ("", "."):
+            message = message.replace(shown, "<home>")
+    return message
 
 
 # ---- the app ---------------------------------------------------------------------------------------------
@@ -276,9 +281,9 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     @app.post("/api/search", response_model=SearchOut, dependencies=guarded, responses=ERRORS)
     def search(body: SearchIn) -> SearchOut:
         engine = engines.engine()
-        result = _answering(lambda: engine.retrieve(body.as_query(), body.k))
+        result = _answering(lambda: engine.retrieve(body.as_query(), body.k), home)
         ids = result.ids()
-        origins = _answering(lambda: engine.origins(ids))
+        origins = _answering(lambda: engine.origins(ids), home)
         strength = engine.match_strength(result.query_vector, ids)
         hits = [_hit(h, origins.get(h.dialogue_id, {}), strength.get(h.dialogue_id), body.explain)
                 for h in result.hits]
@@ -287,7 +292,7 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     @app.post("/api/ask", response_model=AskOut, dependencies=guarded, responses=ERRORS)
     def ask(body: QueryIn) -> AskOut:
         engine = engines.engine()
-        answer = _answering(lambda: engine.answer(body.as_query(), k=min(body.k, 10)))
+        answer = _answering(lambda: engine.answer(body.as_query(), k=min(body.k, 10)), home)
         citations = [Citation(id=c, dialogue_id=c.split("#")[0].split(":")[0]) for c in answer.citations]
         return AskOut(published_state=engine.publication.id, answer=answer.text, supported=answer.supported,
                       generated_by=answer.generated_by, citations=citations, notes=answer.notes)
@@ -295,7 +300,7 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     @app.post("/api/sql", response_model=SqlOut, dependencies=guarded, responses=ERRORS)
     def sql(body: SqlIn) -> SqlOut:
         engine = engines.engine()
-        result = _answering(lambda: engine.sql(body.statement))
+        result = _answering(lambda: engine.sql(body.statement), home)
         return SqlOut(published_state=engine.publication.id, columns=result.columns,
                       rows=[[_plain(v) for v in row] for row in result.rows], truncated=result.truncated)
 
@@ -303,7 +308,7 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
              responses={**ERRORS, 404: {"model": ErrorOut, "description": "no current conversation of that id"}})
     def conversation(dialogue_id: str) -> ConversationOut:
         engine = engines.engine()
-        found = _answering(lambda: engine.conversation(dialogue_id))
+        found = _answering(lambda: engine.conversation(dialogue_id), home)
         if found is None:
             raise HTTPException(404, f"no conversation {dialogue_id!r} in published state {engine.publication.id}")
         return ConversationOut(published_state=engine.publication.id, dialogue_id=dialogue_id,
@@ -328,14 +333,14 @@ def _lifespan(engines: Engines):
     return lifespan
 
 
-def _answering(call):
+def _answering(call, home: Home):
     """Run a query call; what the asker got wrong is a 400 with the one-line reason."""
     from sarag_assets.query.engine import query_errors
 
     try:
         return call()
     except query_errors() as exc:
-        raise HTTPException(400, _one_line(exc)) from None
+        raise HTTPException(400, _one_line(exc, home)) from None
 
 
 def _hit(hit, origin: dict, strength: float | None, explain: bool) -> Hit:

@@ -22,7 +22,7 @@ from sarag_assets.cli import main
 from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLES, IndexStore
 from sarag_assets.defs.runner import land_and_process
-from sarag_assets.query.engine import HomeNotReady, Sarag
+from sarag_assets.query.engine import HomeNotReady, Sarag, StateRetired
 from sarag_assets.query.sql import run_select
 from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat
@@ -109,7 +109,7 @@ def test_a_failed_audit_leaves_the_published_state_untouched(home, instance, def
 def test_an_open_reader_keeps_its_state_until_it_refreshes(home, instance, defs):
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
     first = land_and_process(defs, instance, raise_on_error=True)
-    engine = Sarag(home)
+    engine, stale = Sarag(home), Sarag(home)
     try:
         write_jsonl(home.inbox / "week2.jsonl", week2(4))
         second = land_and_process(defs, instance, raise_on_error=True)
@@ -131,6 +131,12 @@ def test_an_open_reader_keeps_its_state_until_it_refreshes(home, instance, defs)
     kept = publication.kept(home)
     assert [s.id for s in kept] == [second.published, third.published]
     assert not (publication.folder(home) / f"{first.published}.duckdb").exists()
+    # a reader still holding the retired state is told so, in one line, and refreshes onto the newest
+    with pytest.raises(StateRetired, match=f"state {first.published} .* retired"):
+        stale.sql("SELECT count(*) FROM current_dialogues")
+    assert stale.refresh() is True
+    assert stale.sql("SELECT count(DISTINCT dialogue_id) FROM current_dialogues").rows == [(8,)]
+    stale.close()
     oldest = min(pinned["committed_at"] for s in kept for pinned in s.lancedb.values())
     since = publication.keep_versions_since(home)
     assert since.isoformat() == oldest

@@ -82,6 +82,24 @@ def test_health_names_the_published_state_and_needs_no_key(service, built_home):
     assert health["conversations"] == state.counts["conversations"]
 
 
+def test_a_damaged_state_is_reported_without_the_servers_paths(tmp_path):
+    from sarag_assets_tests.conftest import publish_as_is
+
+    root = tmp_path / "secret-server-folder" / "home"
+    publish_as_is(root, bytes(range(256)) * 400)  # a published warehouse copy that is not a DuckDB file
+    running = Service(root)
+    try:
+        health = requests.get(running.url + "/api/health", timeout=30)
+        assert health.status_code == 503 and health.json()["status"] == "not ready"
+        detail = health.json()["detail"]
+        assert "cannot be read" in detail and "sarag materialize" in detail
+        assert "secret-server-folder" not in detail and str(tmp_path) not in detail
+        searched = running.post("/api/search", {"query": "printer"})
+        assert searched.status_code == 503 and "secret-server-folder" not in searched.text
+    finally:
+        running.stop()
+
+
 def test_every_api_route_wants_the_key(service):
     for path, body in (("/api/search", {"query": "printer"}), ("/api/ask", {"query": "printer"}),
                        ("/api/sql", {"statement": "SELECT 1"})):
