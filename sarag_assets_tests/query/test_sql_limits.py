@@ -91,3 +91,17 @@ def test_a_reader_waits_for_a_writer_in_another_process_and_then_answers(warehou
         assert run_select(warehouse, "SELECT count(*) FROM t", limits=SqlLimits(timeout_s=60)).rows == [(50,)]
     finally:
         writer.wait(timeout=60)
+
+
+def test_the_cli_stops_a_sort_over_a_hundred_million_rows_with_one_line(warehouse):
+    """With the default memory limit (1GB) and a 2 s time limit, whichever limit comes first stops it."""
+    publish_as_is(warehouse.parent, copy_of=warehouse)
+    env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": "2", "PATH": "/usr/bin:/bin",
+           "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", BIG_SORT], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip().splitlines()[0] in (
+        "sarag: error: stopped after 2 s, the time limit for a statement (setting sql_timeout_s)",
+        "sarag: error: stopped: the statement needs more than 1GB of memory (setting sql_memory_limit)")
+    assert len(result.stderr.strip().splitlines()) == 1
