@@ -1,9 +1,10 @@
 """The production instance configuration (deploy/dagster.postgres.yaml): the same definitions run with the
-Dagster instance in the machine's real PostgreSQL, reached through the environment variables it names."""
+Dagster instance in PostgreSQL, reached through the environment variable it names. The database is the
+machine's PostgreSQL where it answers, else one the test starts from the pgserver package (the scale-out
+tests' `postgres_database`): the test never skips."""
 
 from __future__ import annotations
 
-import secrets
 import shutil
 from pathlib import Path
 
@@ -12,25 +13,18 @@ import pytest
 
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import write_jsonl
+from sarag_assets_tests.defs.scale_out import postgres_database
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def postgres_db(monkeypatch):
-    psycopg2 = pytest.importorskip("psycopg2")
-    try:
-        admin = psycopg2.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres", connect_timeout=5)
-    except psycopg2.OperationalError as exc:
-        pytest.skip(f"no PostgreSQL at 127.0.0.1:5432 ({str(exc).strip()[:100]})")
-    admin.autocommit = True
-    name = "sarag_test_" + secrets.token_hex(4)
-    admin.cursor().execute(f"CREATE DATABASE {name}")
-    monkeypatch.setenv("DAGSTER_PG_URL", f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}")
-    yield name
-    admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-    admin.close()
+def postgres_db(tmp_path, monkeypatch) -> str:
+    """A fresh database named by DAGSTER_PG_URL; yields its libpq URI."""
+    with postgres_database(tmp_path) as url:
+        monkeypatch.setenv("DAGSTER_PG_URL", url)
+        yield url.replace("postgresql+psycopg2://", "postgresql://", 1)
 
 
 def test_the_pipeline_runs_with_its_instance_in_postgres(home, defs, tmp_path, postgres_db):
@@ -45,7 +39,7 @@ def test_the_pipeline_runs_with_its_instance_in_postgres(home, defs, tmp_path, p
                                              chat(2, "the Lumo app crashes at login", "reinstall the app")])
     done = land_and_process(defs, instance, raise_on_error=True)
     assert done.published and not done.failed
-    with psycopg2.connect(host="127.0.0.1", user="postgres", dbname=postgres_db) as con:
+    with psycopg2.connect(postgres_db) as con:
         cursor = con.cursor()
         cursor.execute("SELECT count(*), count(*) FILTER (WHERE status = 'SUCCESS') FROM runs")
         total, succeeded = cursor.fetchone()
