@@ -7,18 +7,32 @@ same settings here, so they always agree on the broker and the queue.
 
 from __future__ import annotations
 
+import time
+
 import dagster as dg
 
 from sarag_assets.settings import Settings
 
 QUEUE = "dagster"  # dagster-celery's queue; its tasks are routed there
-# A worker takes one step at a time, and a step whose worker process dies is failed at once
-# (WorkerLostError), so Dagster's run retry re-executes it instead of the run waiting forever.
+# A worker takes one step at a time and acknowledges its message when the step starts (acks_late off), so
+# a step is never executed twice by Celery. What happens when a worker dies mid-step:
+# - Its pool process alone dies (out of memory, SIGKILL of the child): the worker's main process reports
+#   the step failed at once (WorkerLostError); the run fails.
+# - The whole worker dies (SIGKILL of the worker, a lost machine): nothing ever reports the step, and
+#   dagster-celery's loop would wait for its result forever (seen). `task_track_started` records which
+#   worker runs each step, and the run's executor asks that worker about it (WatchedStep); a step whose
+#   worker has not answered for WORKER_LOST_AFTER_S is failed, so the run fails and can be retried.
+# - A message the worker had taken but not started: RabbitMQ requeues it when the connection drops. Redis
+#   and the filesystem broker do not, so there a worker takes a message only when it has a free process
+#   (Celery's worker_disable_prefetch for Redis, the same rule in celery_worker.py for the filesystem).
 CELERY_SETTINGS = {
     "worker_prefetch_multiplier": 1,
     "task_acks_late": False,
+    "task_track_started": True,
     "broker_connection_retry_on_startup": True,
 }
+WORKER_LOST_AFTER_S = 30.0  # a step's worker silent this long is taken for dead (a busy worker still answers)
+CHECK_EVERY_S = 5.0
 
 
 def celery_backend(settings: Settings) -> str:
@@ -39,6 +53,8 @@ def celery_settings(settings: Settings) -> dict:
     """Celery's own settings for the runs and the workers. The filesystem broker (one machine, no broker
     service) keeps its messages in a folder of the home."""
     config = dict(CELERY_SETTINGS)
+    if settings.celery_broker.startswith(("redis://", "rediss://")):
+        config["worker_disable_prefetch"] = True  # Celery supports it for Redis only (and warns otherwise)
     if settings.celery_broker.startswith("filesystem://"):
         queue = settings.home.resolve() / "celery" / "queue"
         queue.mkdir(parents=True, exist_ok=True)
@@ -47,12 +63,98 @@ def celery_settings(settings: Settings) -> dict:
     return config
 
 
+class WorkerLost(RuntimeError):
+    """The worker that was running a step stopped answering: the step is failed, and so is its run."""
+
+
+class WatchedStep:
+    """A step's Celery result (what dagster-celery's loop polls with ready() and get()), plus the check
+    its loop lacks: whether the worker running the step is still there. Every CHECK_EVERY_S, while the
+    step runs, its worker (named by the STARTED state) is asked whether it holds the step. When it has not
+    said so for `lost_after_s`, ready() turns true and get() raises WorkerLost."""
+
+    def __init__(self, result, app, step_key: str, lost_after_s: float = WORKER_LOST_AFTER_S,
+                 check_every_s: float = CHECK_EVERY_S):
+        self.result, self.app, self.step_key = result, app, step_key
+        self.lost_after_s, self.check_every_s = lost_after_s, check_every_s
+        self.lost: str | None = None
+        self._checked = 0.0
+        self._silent_since: float | None = None
+
+    def ready(self) -> bool:
+        if self.lost is not None or self.result.ready():
+            return True
+        now = time.monotonic()
+        if now - self._checked < self.check_every_s:
+            return False
+        self._checked = now
+        worker = self._worker()
+        if worker is None or self._holds(worker) or self.result.ready():
+            self._silent_since = None
+            return self.result.ready()
+        self._silent_since = self._silent_since or now
+        if now - self._silent_since >= self.lost_after_s:
+            self.lost = (f"the Celery worker {worker} running step {self.step_key} has not answered for "
+                         f"{self.lost_after_s:.0f} s (killed, or its machine lost); the step is failed")
+            return True
+        return False
+
+    def get(self):
+        if self.lost is not None:
+            raise WorkerLost(self.lost)
+        return self.result.get()
+
+    def revoke(self):
+        return self.result.revoke()
+
+    def _worker(self) -> str | None:
+        """The node name of the worker that started the step (None while it waits in the queue)."""
+        if self.result.state != "STARTED":
+            return None
+        info = self.result.info
+        return info.get("hostname") if isinstance(info, dict) else None
+
+    def _holds(self, worker: str) -> bool:
+        """Whether `worker` answers and has the step as active (a worker restarted under the same name
+        answers, but without the step)."""
+        try:
+            replies = self.app.control.inspect(destination=[worker], timeout=3.0, limit=1).query_task(self.result.id)
+        except Exception:  # the broker itself is unreachable: nothing is known about the worker
+            return True
+        return bool(replies) and self.result.id in (replies.get(worker) or {})
+
+
+def _submit_watched(app, plan_context, step, queue, priority, known_state):
+    from dagster_celery.executor import _submit_task
+
+    return WatchedStep(_submit_task(app, plan_context, step, queue, priority, known_state), app, step.key)
+
+
+def _watched_celery_executor():
+    """dagster-celery's executor (same config, same tasks, same workers) with each step's result watched."""
+    from dagster_celery.core_execution_loop import core_celery_execution_loop
+    from dagster_celery.executor import CELERY_CONFIG, CeleryExecutor
+    from dagster._core.execution.retries import RetryMode
+
+    class WatchedCeleryExecutor(CeleryExecutor):
+        def execute(self, plan_context, execution_plan):
+            return core_celery_execution_loop(plan_context, execution_plan, step_execution_fn=_submit_watched)
+
+    @dg.executor(name="celery", config_schema=CELERY_CONFIG, requirements=dg.multiple_process_executor_requirements())
+    def watched_celery_executor(init_context):
+        config = init_context.executor_config
+        return WatchedCeleryExecutor(broker=config.get("broker"), backend=config.get("backend"),
+                                     config_source=config.get("config_source"), include=config.get("include"),
+                                     retries=RetryMode.from_config(config["retries"]))
+
+    return watched_celery_executor
+
+
 def executor_for(settings: Settings) -> dg.ExecutorDefinition:
     if settings.executor != "celery":
         return dg.multi_or_in_process_executor
-    from dagster_celery import celery_executor
 
-    return celery_executor.configured(
+    return _watched_celery_executor().configured(
         {"broker": settings.celery_broker, "backend": celery_backend(settings), "config_source": celery_settings(settings)},
         name="celery",
     )
@@ -64,9 +166,7 @@ class NoWorkers(RuntimeError):
 
 def check_workers(settings: Settings, timeout_s: float = 5.0) -> int:
     """The number of workers that answer a ping on the settings' broker; raises NoWorkers when none does
-    (or the broker itself does not answer). The filesystem broker cannot broadcast, so it is not asked."""
-    if settings.celery_broker.startswith("filesystem://"):
-        return 0
+    (or the broker itself does not answer). The filesystem broker broadcasts through its control folder."""
     app = worker_app(settings)
     try:
         replies = app.control.ping(timeout=timeout_s)
