@@ -268,6 +268,8 @@ class Home:
                                     "(or SARAG_HOME) at a folder") from None
             except PermissionError:
                 raise SettingsError(f"the home {self.root} cannot be used: no permission to create {path}") from None
+            except OSError as exc:  # a read-only file system, a full disk, ...
+                raise SettingsError(f"the home {self.root} cannot be used: {path}: {exc.strerror or exc}") from None
         return self
 
 

@@ -354,7 +354,7 @@ class Sarag:
 
         if not dialogue_ids:
             return []
-        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
+        with warehouse.connect(self._published_warehouse(), read_only=True) as con:
             nodes, edges = warehouse.graph_of(con, dialogue_ids)
         where = "dialogue_id IN (" + ", ".join(sql_string(d) for d in dialogue_ids) + ")"
         similarity = {(h["dialogue_id"], h.get("node_id")): float(h["score"])
@@ -389,7 +389,7 @@ class Sarag:
 
         if not dialogue_ids:
             return {}
-        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
+        with warehouse.connect(self._published_warehouse(), read_only=True) as con:
             return warehouse.conversation_origins(con, list(dialogue_ids))
 
     def conversation(self, dialogue_id: str) -> dict | None:
@@ -397,7 +397,7 @@ class Sarag:
         the published state holds no conversation of that id."""
         from sarag_assets.core import warehouse
 
-        with warehouse.connect(self.publication.warehouse, read_only=True) as con:
+        with warehouse.connect(self._published_warehouse(), read_only=True) as con:
             turns = warehouse.conversation_turns(con, dialogue_id)
             origin = warehouse.conversation_origins(con, [dialogue_id]).get(dialogue_id)
         if not turns:
@@ -426,15 +426,19 @@ class Sarag:
 
     # ---- SQL ------------------------------------------------------------------------------------------
 
+    def _published_warehouse(self):
+        """The warehouse copy of the state this reader holds; StateRetired once newer publications retired it."""
+        if not self.publication.warehouse.exists():
+            raise StateRetired(f"the published state {self.publication.id} this reader opened was retired by newer "
+                               "publications; refresh() reads the newest")
+        return self.publication.warehouse
+
     def sql(self, statement: str, *, max_rows: int | None = None):
         """One read-only SELECT within the home's SQL limits (see `sarag_assets.query.sql`); raises
         SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
         from sarag_assets.query.sql import SqlLimits, run_select
 
-        if not self.publication.warehouse.exists():  # newer states were published and this one retired
-            raise StateRetired(f"the published state {self.publication.id} this reader opened was retired by newer "
-                               "publications; refresh() reads the newest")
-        return run_select(self.publication.warehouse, statement, max_rows=max_rows,
+        return run_select(self._published_warehouse(), statement, max_rows=max_rows,
                           limits=SqlLimits.from_settings(self.config))
 
     def schema(self) -> str:

@@ -229,9 +229,10 @@ def _one_line(exc: BaseException, home: Home) -> str:
     from sarag_assets.query.damage import damaged_store
 
     message = damaged_store(exc) or (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-    for shown in sorted({str(home.root.resolve()), str(home.root)}, key=len, reverse=True):
-        if shown not in ("", "."):
-            message = message.replace(shown, "<home>")
+    # only absolute paths: a relative home such as the default "data" is also a word in messages
+    shown = {str(home.root.resolve())} | ({str(home.root)} if home.root.is_absolute() else set())
+    for path in sorted(shown, key=len, reverse=True):
+        message = message.replace(path, "<home>")
     return message
 
 
@@ -335,10 +336,13 @@ def _lifespan(engines: Engines):
 
 def _answering(call, home: Home):
     """Run a query call; what the asker got wrong is a 400 with the one-line reason."""
-    from sarag_assets.query.engine import query_errors
+    from sarag_assets.query.engine import StateRetired, query_errors
 
     try:
         return call()
+    except StateRetired:  # the service could not open the newest state for a while: not the asker's fault
+        raise HTTPException(503, "the published state being served was retired and the newest one could "
+                                 "not be opened yet; see /api/health") from None
     except query_errors() as exc:
         raise HTTPException(400, _one_line(exc, home)) from None
 

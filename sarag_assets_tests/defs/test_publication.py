@@ -134,6 +134,10 @@ def test_an_open_reader_keeps_its_state_until_it_refreshes(home, instance, defs)
     # a reader still holding the retired state is told so, in one line, and refreshes onto the newest
     with pytest.raises(StateRetired, match=f"state {first.published} .* retired"):
         stale.sql("SELECT count(*) FROM current_dialogues")
+    with pytest.raises(StateRetired):  # reading a hit's origin or its conversation, too
+        stale.origins(["c1"])
+    with pytest.raises(StateRetired):
+        stale.conversation("c1")
     assert stale.refresh() is True
     assert stale.sql("SELECT count(DISTINCT dialogue_id) FROM current_dialogues").rows == [(8,)]
     stale.close()

@@ -100,6 +100,19 @@ def test_a_damaged_state_is_reported_without_the_servers_paths(tmp_path):
         running.stop()
 
 
+def test_server_paths_are_hidden_but_a_relative_home_leaves_words_alone(tmp_path):
+    from sarag_assets.service.app import _one_line
+    from sarag_assets.settings import Home
+
+    relative = Home(Path("data"))
+    assert _one_line(ValueError("no column named metadata in the database"), relative) == \
+        "no column named metadata in the database"
+    inside = str(Path("data").resolve() / "published" / "x.duckdb")
+    assert _one_line(ValueError(f"cannot open {inside}"), relative) == "cannot open <home>/published/x.duckdb"
+    absolute = Home(tmp_path / "h")
+    assert _one_line(ValueError(f"{tmp_path}/h/notes.txt is gone"), absolute) == "<home>/notes.txt is gone"
+
+
 def test_every_api_route_wants_the_key(service):
     for path, body in (("/api/search", {"query": "printer"}), ("/api/ask", {"query": "printer"}),
                        ("/api/sql", {"statement": "SELECT 1"})):

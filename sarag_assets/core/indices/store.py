@@ -36,7 +36,8 @@ parsed as query syntax), `hybrid_search` (reciprocal-rank fusion of the two list
 
 The query side opens the store with `IndexStore.open_for_read(uri, versions=...)`: it never creates,
 writes, or migrates anything, a missing store or table reads as empty, and with `versions` every table
-is read at the version a publication named (`core.publication`), whatever writers commit meanwhile.
+is read at the version a publication named (`core.publication`), whatever writers commit meanwhile; a
+table or version so named that is gone raises `MissingIndex` (damage, not an empty table).
 Writers pass `keep_versions_since`, the commit time of the oldest version a publication still names:
 no cleanup (`optimize`, `ensure_indices`) removes a version committed since then.
 
