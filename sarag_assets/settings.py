@@ -258,18 +258,21 @@ class Home:
     def dagster_home(self) -> Path:
         return self.root / "dagster_home"
 
+    def unusable(self, why: str) -> SettingsError:
+        """The one-line error for a home that cannot be used, and why."""
+        return SettingsError(f"the home {self.root} cannot be used: {why}")
+
     def ensure(self) -> "Home":
         """Create the home's folders; a home that cannot hold them is one line naming why."""
         for path in (self.root, self.inbox, self.landed, self.batches, self.reports):
             try:
                 path.mkdir(parents=True, exist_ok=True)
             except (FileExistsError, NotADirectoryError):
-                raise SettingsError(f"the home {self.root} cannot be used: {path} is not a folder; point --home "
-                                    "(or SARAG_HOME) at a folder") from None
+                raise self.unusable(f"{path} is not a folder; point --home (or SARAG_HOME) at a folder") from None
             except PermissionError:
-                raise SettingsError(f"the home {self.root} cannot be used: no permission to create {path}") from None
+                raise self.unusable(f"no permission to create {path}") from None
             except OSError as exc:  # a read-only file system, a full disk, ...
-                raise SettingsError(f"the home {self.root} cannot be used: {path}: {exc.strerror or exc}") from None
+                raise self.unusable(f"{path}: {exc.strerror or exc}") from None
         return self
 
 

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from sarag_assets.settings import Home, SettingsError
+from sarag_assets.settings import Home
 
 KEEP = 2  # published states kept: the current one and the one before (readers may still hold it)
 CURRENT = "CURRENT"
@@ -138,8 +138,7 @@ def current(home: Home) -> PublishedState | None:
     """The published state readers use, or None when nothing was ever published."""
     pointer = folder(home) / CURRENT
     if home.root.exists() and not home.root.is_dir():
-        raise SettingsError(f"the home {home.root} cannot be used: it is not a folder; point --home (or "
-                            "SARAG_HOME) at a folder")
+        raise home.unusable(f"{home.root} is not a folder; point --home (or SARAG_HOME) at a folder")
     try:
         state_id = pointer.read_text(encoding="utf-8").strip()
     except FileNotFoundError:

@@ -68,12 +68,17 @@ def test_error_messages_name_no_server_path(warehouse):
     assert str(warehouse.parent) not in private and "<home>" in private
 
 
-def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(warehouse):
+def _cli_sql(warehouse, statement: str, timeout_s: int) -> subprocess.CompletedProcess:
+    """`sarag sql STATEMENT` over a home publishing `warehouse`, with that statement time limit."""
     publish_as_is(warehouse.parent, copy_of=warehouse)
-    env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": "1", "PATH": "/usr/bin:/bin",
+    env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": str(timeout_s), "PATH": "/usr/bin:/bin",
            "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", CROSS_JOIN], env=env,
-                            capture_output=True, text=True, timeout=300)
+    return subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", statement], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(warehouse):
+    result = _cli_sql(warehouse, CROSS_JOIN, 1)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines() == [
         "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
@@ -95,11 +100,7 @@ def test_a_reader_waits_for_a_writer_in_another_process_and_then_answers(warehou
 
 def test_the_cli_stops_a_sort_over_a_hundred_million_rows_with_one_line(warehouse):
     """With the default memory limit (1GB) and a 2 s time limit, whichever limit comes first stops it."""
-    publish_as_is(warehouse.parent, copy_of=warehouse)
-    env = {"SARAG_HOME": str(warehouse.parent), "SARAG_SQL_TIMEOUT_S": "2", "PATH": "/usr/bin:/bin",
-           "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "sql", BIG_SORT], env=env,
-                            capture_output=True, text=True, timeout=300)
+    result = _cli_sql(warehouse, BIG_SORT, 2)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert result.stderr.strip().splitlines()[0] in (
         "sarag: error: stopped after 2 s, the time limit for a statement (setting sql_timeout_s)",
