@@ -511,6 +511,35 @@ def test_deterministic_and_independent_of_the_cache(embedder):
     assert first == second
 
 
+def test_the_second_step_finds_a_whole_partition_prepared(monkeypatch, embedder):
+    """pseudo_documents then dialogue_graphs on 600 conversations (above the 256 an LRU by count held): each
+    conversation is analysed once. A cache over its character budget drops the least recently used."""
+    from sarag_assets.backends.embedded import segmentation
+
+    analysed = []
+    real = segmentation.analyze
+    monkeypatch.setattr(segmentation, "analyze", lambda turns: analysed.append(1) or real(turns))
+    conversations = [conv(f"p{i}", U(f"My Nimbus {i} stops after {i} minutes."), A("Rinse the filter and let it dry."))
+                     for i in range(600)]
+    _CACHE.clear()
+    for c in conversations:
+        pseudo_documents(c, backend_name=BACKEND)
+    for c in conversations:
+        dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    assert len(analysed) == 600
+
+    small = segmentation._PreparedCache(max_chars=200)
+    monkeypatch.setattr(segmentation, "_CACHE", small)
+    for c in conversations[:10]:
+        segmentation._prepare(c)
+    held = sum(len(t.text) for t in conversations[0].turns)
+    assert small.chars <= 200 and len(small) == 200 // held
+    assert segmentation._prepare(conversations[9]) is segmentation._prepare(conversations[9])  # the newest stays
+    analysed.clear()
+    segmentation._prepare(conversations[0])  # the oldest went first
+    assert analysed == [1]
+
+
 # --------------------------------------------------------------------------------------------------
 # real samples and generated conversations
 
