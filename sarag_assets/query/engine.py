@@ -243,7 +243,8 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        parsed = resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)))
+        parsed = resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)),
+                                  lambda dialogue_id: self.rows.get(dialogue_id, {}))
         return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:

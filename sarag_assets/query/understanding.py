@@ -21,6 +21,7 @@ older/newer release" (`resolve_version_direction`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -187,7 +188,8 @@ _CONTRAST = re.compile(r"\b(?:the\s+other|another|the\s+second\s+one)\b", re.IGN
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
-def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] | None = None) -> Query:
+def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] | None = None,
+                     cells_of: Callable[[str], Mapping[str, str]] | None = None) -> Query:
     """Read "the other one" in the latest turn against the names of earlier turns.
 
     Applies when the latest turn names nothing itself, points away with a contrast cue, and earlier turns
@@ -198,6 +200,11 @@ def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] |
     counting, the other names count with the latest turn's weight, and the earlier turns' text reads the
     other name where the focus was, so the embedded and full-text query describe the same problem on the
     other thing.
+
+    "Another thing of the same kind": a name held in a column the focus is held in, or a name that stands
+    for one value of such a column (``cells_of``, a row's cells: most rows holding it that fill that column
+    hold one and the same value there, as a model code does its product; a plan, shared by many products,
+    does not).
     """
     last = len(query.turns) - 1
     if last < 1 or not _CONTRAST.search(query.turns[last].text):
@@ -218,6 +225,9 @@ def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] |
     # "The other one" is another thing of the same kind: a product for a product, not the plan it runs on.
     kinds = {n: {e.column for e in history if e.surface == n} for n in surfaces}
     focus_kinds = set().union(*(kinds[n] for n in focus_group))
+    for n in surfaces:
+        if n not in focus_group and not kinds[n] & focus_kinds:
+            kinds[n] |= _kinds_it_stands_for(n, history, focus_kinds, rows_of, cells_of)
     others = [n for g in groups if g is not focus_group and any(kinds[m] & focus_kinds for m in g) for n in g]
     if not others:
         return query
@@ -284,6 +294,27 @@ def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
     query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "
                        f"{', '.join('.'.join(p) for p in sorted(pivots))}")
     return query
+
+
+def _kinds_it_stands_for(surface: str, entities: list[Entity], columns: set[str],
+                         rows_of: Callable[[Entity], frozenset[str]] | None,
+                         cells_of: Callable[[str], Mapping[str, str]] | None) -> set[str]:
+    """The columns among ``columns`` of which the name stands for one value: of the rows holding it that
+    fill the column, most (and at least two) hold the same value there."""
+    if rows_of is None or cells_of is None:
+        return set()
+    rows: set[str] = set()
+    for e in entities:
+        if e.surface == surface:
+            rows |= rows_of(e)
+    out = set()
+    for column in columns:
+        values = Counter(normalize(v) for r in rows if (v := cells_of(r).get(column)))
+        if values:
+            top = values.most_common(1)[0][1]
+            if top >= 2 and 2 * top >= sum(values.values()):
+                out.add(column)
+    return out
 
 
 def _same_things(surfaces: list[str], entities: list[Entity],

@@ -88,6 +88,39 @@ def test_the_other_one_is_a_thing_of_the_same_kind():
     assert {(e.column, e.value) for e in resolved.entities} == {("product", "Velox Hotspot")}
 
 
+def test_the_other_one_can_be_a_model_code_that_stands_for_a_product():
+    """A code held only in the model column is "another one" after a product when the rows holding it name
+    one product; a plan that many products run on is not, though it is held in the same rows."""
+    cells = [("d1", "product", "Linkstar DSL500"), ("d2", "product", "Linkstar DSL500"),
+             ("m1", "model", "CM-MP3"), ("m2", "model", "CM-MP3"), ("m2", "product", "Crestline MeshPro"),
+             ("m3", "model", "CM-MP3"), ("m3", "product", "Crestline MeshPro"), ("m4", "model", "CM-MP3"),
+             ("p1", "plan", "Fiber 500"), ("p1", "product", "Linkstar DSL500"),
+             ("p2", "plan", "Fiber 500"), ("p2", "product", "Crestline MeshPro"),
+             ("p3", "plan", "Fiber 500"), ("p3", "product", "Velox Hotspot")]
+    cells += [(f"x{i}", "product", f"Filler {i}") for i in range(30)]  # no value held by most rows
+    rows: dict[str, dict[str, str]] = {}
+    for row, column, value in cells:
+        rows.setdefault(row, {})[column] = value
+    lexicon = ValueLexicon(cells, len(rows))
+
+    def resolved(text: str):
+        q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "Got it."},
+                        {"speaker": "user", "text": "Does the other one get the same thing?"}])
+        q.entities = lexicon.find(q)
+        return resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())),
+                                lambda r: rows.get(r, {}))
+
+    code = resolved("We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow.")
+    assert {(e.column, e.value) for e in code.entities} == {("model", "CM-MP3")} and code.notes
+    plan = resolved("We are on Fiber 500 with the Linkstar DSL500. My Linkstar DSL500 is slow.")
+    assert plan.notes == [] and ("plan", "Fiber 500") in {(e.column, e.value) for e in plan.entities}
+    # without the rows' cells the code is of another kind: nothing is resolved
+    q = read_query([{"speaker": "user", "text": "We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow."},
+                    {"speaker": "user", "text": "Does the other one get the same thing?"}])
+    q.entities = lexicon.find(q)
+    assert resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split()))).notes == []
+
+
 def test_no_contrast_cue_changes_nothing():
     lexicon = ValueLexicon(CELLS, 10)
     q = read_query([{"speaker": "user", "text": "Linkstar DSL500 and Velox Hotspot here, the Linkstar DSL500 is slow"},

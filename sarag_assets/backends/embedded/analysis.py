@@ -192,7 +192,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
         f.value.lower()
         for f in findings
         if f.usable
-        and f.signal in ("plan", "identifier", "os", "browser", "answer", "key_value", "error_code", "error_message")
+        and f.signal in ("plan", "identifier", "model", "os", "browser", "answer", "key_value", "error_code", "error_message")
         and not (f.signal in ("answer", "key_value") and re.search(_PRODUCT_SLOT, f.name))
     }
     claimed = [f.raw or f.value for f in findings if f.signal in ("plan", "identifier", "amount", "measurement", "date", "version", "error_code")]

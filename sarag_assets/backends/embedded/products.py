@@ -1,5 +1,6 @@
 """Product-name candidates: a named thing the user owns or uses; never a person, the company that
-greets, a carrier, a plan, a menu path or a kind of thing."""
+greets, a carrier, a plan, a menu path or a kind of thing. A bare model code is the model's cell, not
+the product's too (`analysis.analyze` drops candidates another detector owns)."""
 
 from __future__ import annotations
 

@@ -584,6 +584,15 @@ def test_product_correction_and_model_code_of_a_longer_name():
     assert product_of(turns) == "Brother HL2270"  # the code counts for the longer name
 
 
+def test_a_bare_model_code_is_the_model_cell_not_the_product_cell_too():
+    model_of = lambda an: {f.value for f in an.by_signal("model")}  # noqa: E731
+    turns = [("user", "The XR-7 headset crackles on the left side."), ("agent", "Which firmware is on the XR-7?")]
+    an = analyze(turns)
+    assert model_of(an) == {"XR-7"} and an.by_signal("product") == []
+    turns = [("user", "My Sony WH-1000XM4 (WH-1000XM4) keeps disconnecting.")]
+    assert product_of(turns) == "Sony WH-1000XM4"  # a name with the code still is the product
+
+
 def test_product_company_only_where_it_greets():
     turns = [
         ("agent", "Thanks for contacting Lumo! How can I help?"),
