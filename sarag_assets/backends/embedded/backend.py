@@ -490,7 +490,8 @@ class EmbeddedBackend:
         "name: meaning" of each column left after the lexical merge."""
         an = self.analysis(conversation, gist=False)
         kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
-        return gist_texts(an.turns, an.sentences) + [self._problem_text(an)] + [self._desc(c) for c in kept]
+        speakers = [t.speaker for t in conversation.turns]
+        return gist_texts(an.turns, an.sentences, speakers) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
     def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
         """Bring into memory in one batched call every vector the next `step` calls need: encoded for
@@ -519,7 +520,8 @@ class EmbeddedBackend:
     def _extraction_texts(self, conversation: ConversationInput) -> list[str]:
         """What extracting a row may encode: the gist's texts and each sentence as `_free_text` reads it."""
         an = self.analysis(conversation, gist=False)
-        return gist_texts(an.turns, an.sentences) + [_strip_lead(s.text).strip() for s in an.sentences]
+        speakers = [t.speaker for t in conversation.turns]
+        return gist_texts(an.turns, an.sentences, speakers) + [_strip_lead(s.text).strip() for s in an.sentences]
 
     # --- governance ----------------------------------------------------------------------------------
 

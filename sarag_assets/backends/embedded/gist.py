@@ -2,11 +2,12 @@
 rather than cue words, so that it carries to any language the model reads (docs/structuring.md).
 
 **Answers.** A helper turn after the asker's first turn is an *answer* when its statements (not its
-questions) hold at least `MIN_ANSWER_WORDS` words, or when the English instruction detector reads a step
-put as a question. An answer is *substantive* when its cosine to the problem is at least `KEEP_SHARE` of
-the best answer's (a sign-off, "I can only help in English", is not), or when that detector hears a step
-in it: a step answers even where the cosine misleads (an English answer to a Dutch problem, or "Happy
-to help!" closer to "any help appreciated" than the fix is).
+questions) hold at least `MIN_ANSWER_WORDS` words, when the English instruction detector reads a step
+put as a question, or when a question brings a value nobody had named (a token with a digit) and the
+asker's reply brings none. An answer is *substantive* when its cosine to the problem is at least
+`KEEP_SHARE` of the best answer's (a sign-off, "I can only help in English", is not), or when that
+detector hears a step in it: a step answers even where the cosine misleads (an English answer to a Dutch
+problem, or "Happy to help!" closer to "any help appreciated" than the fix is).
 
 **Problem.** From the asker's *stating* turns: the opening run, every asker turn before the first
 substantive answer, and later turns that reply to a helper turn that was no answer (a question): those
@@ -59,6 +60,7 @@ GAP = EXCERPT_GAP
 GIST_SIGNALS = ("problem", "resolution", "resolved")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_VALUE = re.compile(r"\w*\d\w*", re.UNICODE)
 Encode = Callable[[list[str]], np.ndarray]
 
 
@@ -136,7 +138,7 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any."""
-    users, helpers, answer_turns = _parts(turns, sentences)
+    users, helpers, answer_turns = _parts(turns, sentences, speakers)
     texts = _texts(turns, users, helpers, answer_turns)
     if not texts:
         return Gist(None, None, None)
@@ -150,7 +152,10 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     _, opening_vec = _problem(turns, [s for s in users if s.turn in opening], opening, helper_mean, v)
     stepped = {k for k in answer_turns if _has_step(turns[k][1])}  # read once for both passes
     substantive = _substantive(turns, answer_turns, stepped, opening_vec, v)
-    stating = _stating_turns(turns, substantive)
+    # the asker's reply to a question that told them something ("5D, is that okay?" - "no, a window seat")
+    # still states what they want
+    telling = _telling_questions(turns, _stated_answers(turns), speakers)
+    stating = _stating_turns(turns, [k for k in substantive if k not in telling])
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
     substantive = _substantive(turns, answer_turns, stepped, problem_vec, v)
     resolution, resolved = _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v,
@@ -211,17 +216,18 @@ def apply_gist(an: Analysis, encode: Encode, speakers: Sequence[str] | None = No
     an.gist_applied = True
 
 
-def _parts(turns, sentences) -> tuple[list[Sentence], list[Sentence], list[int]]:
+def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[list[Sentence], list[Sentence], list[int]]:
     first_user = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), len(turns))
     users = [s for s in sentences if s.role == "user" and _words(_strip_lead(s.text)) >= MIN_SENTENCE_WORDS]
     # what the helpers replied (their welcome before the asker spoke answers nothing)
     helpers = [s for s in sentences if s.role != "user" and s.turn > first_user and _words(_strip_lead(s.text)) >= 2]
-    return users, helpers, _answer_turns(turns)
+    return users, helpers, _answer_turns(turns, speakers)
 
 
-def gist_texts(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[str]:
+def gist_texts(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence],
+               speakers: Sequence[str] | None = None) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(turns, *_parts(turns, sentences))
+    return _texts(turns, *_parts(turns, sentences, speakers))
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
@@ -229,7 +235,13 @@ def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: 
     return texts + [t for t in dict.fromkeys(_strip_lead(turns[k][1]).strip() for k in answer_turns) if t not in texts]
 
 
-def _answer_turns(turns: Sequence[tuple[str, str]]) -> list[int]:
+def _answer_turns(turns: Sequence[tuple[str, str]], speakers: Sequence[str] | None = None) -> list[int]:
+    """The helper turns that state an answer and the questions that tell (`_telling_questions`)."""
+    stated = _stated_answers(turns)
+    return sorted(set(stated) | _telling_questions(turns, stated, speakers))
+
+
+def _stated_answers(turns: Sequence[tuple[str, str]]) -> list[int]:
     """Helper turns after the asker's first turn whose statements (not their questions) hold at least
     MIN_ANSWER_WORDS words: "I see. What does the error say?" asks, it does not answer."""
     first_user = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), len(turns))
@@ -242,6 +254,27 @@ def _answer_turns(turns: Sequence[tuple[str, str]]) -> list[int]:
         # (the English instruction detector also hears a step put as a question: "Could you switch to TCP?")
         if sum(_words(x) for x in statements) >= MIN_ANSWER_WORDS or any(_is_step(x) for x in parts):
             out.append(k)
+    return out
+
+
+def _telling_questions(turns: Sequence[tuple[str, str]], answers: list[int],
+                       speakers: Sequence[str] | None = None) -> set[int]:
+    """Helper turns after the asker's first turn, other than `answers`, whose questions bring a value nobody
+    has named yet (a token with a digit) and which the asker answers without one: they tell rather than
+    ask, in any language. "your seat is 5D, is that okay?" - "ok thanks" tells; "(Ticket #8473) What
+    version is installed?" - "2.2.4" asks. A participant's name ("user1: firewalld?") is no value."""
+    first_user = next((k for k, (r, t) in enumerate(turns) if r == "user" and t.strip()), len(turns))
+    names = {w.lower() for p in speakers or () for w in _VALUE.findall(p)}
+    values = [{w.lower() for w in _VALUE.findall(text)} - names for _, text in turns]
+    out = set()
+    for k, (role, text) in enumerate(turns):
+        if role == "user" or k < first_user or k in answers:
+            continue
+        named = set().union(*values[:k])
+        new = {w.lower() for x in _pieces(text) if _is_question(x) for w in _VALUE.findall(x)} - named - names
+        reply = next((j for j in range(k + 1, len(turns)) if turns[j][0] == "user" and turns[j][1].strip()), None)
+        if new and (reply is None or not values[reply] - named - values[k]):
+            out.add(k)
     return out
 
 

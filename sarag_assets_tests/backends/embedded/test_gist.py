@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sarag_assets.backends.embedded import EmbeddedBackend
+from sarag_assets.backends.embedded.gist import _answer_turns, _stating_turns
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
 from sarag_assets.core.structuring.interface import ConversationInput, ConversationTurn
 from sarag_assets_tests.backends.embedded.test_signals import CHAINED_FIX_THEN_SECOND_ISSUE
@@ -122,3 +123,56 @@ def test_one_helpers_steps_go_together_and_another_helpers_answer_does_not_join_
     # the same turns from one helper: the asker's comment between them does not split the answer
     g, _ = gist_of(backend, *TWO_HELPERS, speakers=["op", "alice", "op", "alice", "op"])
     assert "disable the launcher input" in g["resolution"] and "Calibrate" in g["resolution"]
+
+
+@pytest.mark.parametrize("turns, answer, asked", [
+    ([("user", "i want to know my seat no"),
+      ("agent", "Surely! I'll be happy to help you with that. Could you please tell me your booking confirmation number?"),
+      ("user", "booking confirmation number fgh425"),
+      ("agent", "Here's your seat number K17 which is a window seat, is that okay for you?"),
+      ("user", "ok thanks")],
+     "seat number K17", "booking confirmation number"),
+    ([("user", "Welche Sitznummer habe ich auf meinem Flug nach Lissabon?"),
+      ("agent", "Gern helfe ich Ihnen dabei. Wie lautet Ihre Buchungsnummer?"),
+      ("user", "Die Buchungsnummer ist QX7731."),
+      ("agent", "Sie sitzen auf Platz 14C am Gang, passt das so?"),
+      ("user", "ja danke")],
+     "Platz 14C", "Buchungsnummer"),
+])
+def test_a_question_that_brings_a_new_value_answers(backend, turns, answer, asked):
+    # the answer ends in a question ("is that okay?"); it tells a value nobody had named, and the helper's
+    # request for the booking number names none
+    g, _ = gist_of(backend, *turns)
+    assert answer in g["resolution"] and asked not in g["resolution"]
+
+
+
+def test_a_question_the_asker_answers_with_a_value_asks_whatever_it_names(backend):
+    # the ticket number is new, but the asker's reply brings the version asked for: the question asked,
+    # so the reply still states the problem; the same question answered "ok" would have told
+    asked = [
+        ("user", "Warden VPN keeps losing the connection and reconnecting every few minutes."),
+        ("agent", "(Ticket #847358) What version is installed?"),
+        ("user", "It's version 2.2.4 on Windows 11."),
+        ("agent", "Version 2.3.0 fixes that reconnect loop: please update the client."),
+        ("user", "That worked, thanks."),
+    ]
+    assert _answer_turns(asked) == [3] and 2 in _stating_turns(asked, [3])
+    told = [asked[0], ("agent", "Your client is on 2.2.4, is that right?"), ("user", "yes")]
+    assert _answer_turns(told) == [1]
+    addressed = [("user", "nginx to gunicorn on port 8000 gives 502 bad gateway"), ("agent", "user1: firewalld?"),
+                 ("user", "it's loopback, firewalld doesn't filter that")]
+    assert _answer_turns(addressed, ["user1", "agent7", "user1"]) == []  # a participant's name is no value
+    g, _ = gist_of(backend, *asked)
+    assert "What version" not in g["resolution"] and "update the client" in g["resolution"]
+
+
+def test_the_askers_reply_to_a_question_that_told_still_states_what_they_want(backend):
+    g, _ = gist_of(backend,
+        ("user", "please help me to check my seat assignment"),
+        ("agent", "Sure, your seat is 5D in the middle of the row, is that okay?"),
+        ("user", "no, change it to a window seat please"),
+        ("agent", "Done: you are now in 12A, a window seat."),
+        ("user", "great"),
+    )
+    assert "change it to a window seat" in g["problem"] and "12A" in g["resolution"]
