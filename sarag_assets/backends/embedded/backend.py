@@ -147,12 +147,13 @@ class EmbeddedBackend:
                 self._cache.move_to_end(key)
         if an is None:
             an = analyze([(t.role, t.text) for t in conversation.turns])
+            an.speakers = [t.speaker for t in conversation.turns]
             with self._lock:
                 self._cache[key] = an
                 while len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         if gist and not an.gist_applied:
-            apply_gist(an, self._encode, [t.speaker for t in conversation.turns])
+            apply_gist(an, self._encode)
         return an
 
     @staticmethod
@@ -490,8 +491,7 @@ class EmbeddedBackend:
         "name: meaning" of each column left after the lexical merge."""
         an = self.analysis(conversation, gist=False)
         kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
-        speakers = [t.speaker for t in conversation.turns]
-        return gist_texts(an.turns, an.sentences, speakers) + [self._problem_text(an)] + [self._desc(c) for c in kept]
+        return gist_texts(an) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
     def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
         """Bring into memory in one batched call every vector the next `step` calls need: encoded for
@@ -520,8 +520,7 @@ class EmbeddedBackend:
     def _extraction_texts(self, conversation: ConversationInput) -> list[str]:
         """What extracting a row may encode: the gist's texts and each sentence as `_free_text` reads it."""
         an = self.analysis(conversation, gist=False)
-        speakers = [t.speaker for t in conversation.turns]
-        return gist_texts(an.turns, an.sentences, speakers) + [_strip_lead(s.text).strip() for s in an.sentences]
+        return gist_texts(an) + [_strip_lead(s.text).strip() for s in an.sentences]
 
     # --- governance ----------------------------------------------------------------------------------
 

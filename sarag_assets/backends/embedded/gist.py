@@ -205,11 +205,11 @@ def _pieces(text: str) -> list[str]:
     return [x for x in re.split(r"(?<=[.!?])\s+|\n+", _strip_lead(text).strip()) if x.strip()]
 
 
-def apply_gist(an: Analysis, encode: Encode, speakers: Sequence[str] | None = None) -> None:
+def apply_gist(an: Analysis, encode: Encode) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
     found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
-                 escalated_turn=escalations[0] if escalations else None, speakers=speakers)
+                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None)
     kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
     an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
     an.problem = found.problem
@@ -224,10 +224,9 @@ def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[lis
     return users, helpers, _answer_turns(turns, speakers)
 
 
-def gist_texts(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence],
-               speakers: Sequence[str] | None = None) -> list[str]:
+def gist_texts(an: Analysis) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(turns, *_parts(turns, sentences, speakers))
+    return _texts(an.turns, *_parts(an.turns, an.sentences, an.speakers or None))
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
