@@ -126,7 +126,9 @@ def _version_owner(text: str, start: int, end: int) -> tuple[str | None, bool]:
         if low in _SOFTWARE_NOUNS:
             owner, cue = low, True
         elif low not in _STOP and tok[0].isupper() and not _UPDATE_VERBS.fullmatch(tok) and len(tok) > 1:
-            owner = low  # a product name right before: "Chrome 120.0", "iPhone is on 11.1.2"
+            # a product name right before: "Chrome 120.0", "iPhone is on 11.1.2"; a model code ("AX3000
+            # 1.2.3") names one device, not a kind of version, so its version is the plain one
+            owner = None if any(c.isdigit() for c in tok) else low
             cue = True
         break
     if owner is None:

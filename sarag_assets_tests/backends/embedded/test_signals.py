@@ -97,6 +97,8 @@ def test_split_sentences_keeps_list_items_versions_and_abbreviations():
         ("I rolled back to v2.3.1 and it works.", [("version", "v2.3.1")]),
         ("Also, it says 4.7.6 in the About box.", [("version", "4.7.6")]),  # "in" is no unit after three parts
         ("Firmware 3.6.2 in the office, 3.6.4 at home.", [("firmware_version", "3.6.2"), ("version", "3.6.4")]),
+        # a model code names one device: no column per model ("ax3000_version")
+        ("Running AX3000 1.2.3 here, 型号是 RT-N12，固件 3.0.0.4", [("version", "1.2.3"), ("version", "3.0.0.4")]),
     ],
 )
 def test_versions(text, expected):
