@@ -6,6 +6,7 @@ personal data in the text is replaced by placeholders before anything downstream
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -43,6 +44,17 @@ def parse_timestamp(value: str | None) -> datetime | None:
     return parsed.astimezone(timezone.utc)
 
 
+# Control characters (NUL, ESC, ...) other than tab and line breaks, and the bidirectional embeddings and
+# overrides: they carry no words, and printed by `sarag show` or drawn by the web page they could clear a
+# terminal or reverse what a reader sees.
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e]")
+_OTHER_BREAK = re.compile(r"[\x0b\x0c\x85]")  # vertical tab, form feed, next line: still line breaks
+
+
+def displayable(text: str) -> str:
+    return _OTHER_BREAK.sub("\n", _CONTROL.sub("", text))
+
+
 def anonymize_speakers(conversation: Conversation) -> dict[str, str]:
     """Map each source speaker label to `user<n>` / `agent<n>` by order of first appearance."""
     mapping: dict[str, str] = {}
@@ -69,7 +81,7 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
                 "turn_index": index,
                 "role": turn.role,
                 "speaker": anon[f"{turn.role}\x00{turn.speaker}"],
-                "text": redactor.redact(turn.text, placeholders),
+                "text": redactor.redact(displayable(turn.text), placeholders),
                 "ts": parse_timestamp(turn.ts),
                 "content_hash": content_hash,
             }
