@@ -324,7 +324,7 @@ def cmd_show(args) -> int:
     print()
     for turn in found["turns"]:
         print(f"[{turn['turn_index']}] {turn['speaker']} ({turn['role']}):")
-        for line in str(turn["text"]).splitlines() or [""]:
+        for line in _visible(turn["text"]).splitlines() or [""]:
             print(f"    {line}")
     print(f"(published state {state})")
     return 0
@@ -343,7 +343,7 @@ def cmd_ask(args) -> int:
         return 0
     for note in answer.notes:
         print(f"note: {note}")
-    print(answer.text)
+    print(_visible(answer.text))
     print(f"\n({answer.generated_by}; {'supported by' if answer.supported else 'NOT answered by'} the evidence)")
     print("citations: " + (", ".join(answer.citations) or "none"))
     print(f"(published state {state})")
@@ -362,8 +362,8 @@ def cmd_sql(args) -> int:
         if args.json:
             _print_json({**reply.as_dict(), "published_state": state})
         else:
-            print(f"SQL: {reply.sql}")
-            print(reply.answer)
+            print(f"SQL: {_visible(reply.sql)}")
+            print(_visible(reply.answer))
             print(f"(published state {state})")
         return 0
     from sarag_assets.query.engine import HomeNotReady, published_state
@@ -458,8 +458,16 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def _visible(text) -> str:
+    """A stored value as a terminal may show it: control characters (an ESC from a quarantined record,
+    a home built before ingestion removed them) are printed as escapes, not obeyed."""
+    from sarag_assets.core.conversation import CONTROL_CHARACTERS
+
+    return CONTROL_CHARACTERS.sub(lambda m: ascii(m.group())[1:-1], str(text))
+
+
 def _one_line(text: str, limit: int = 100) -> str:
-    text = " ".join(str(text).split())
+    text = " ".join(_visible(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -598,6 +606,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CliError, SettingsError) as exc:
         print(f"sarag: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # the reader went away (`sarag show ID | head`): no traceback, and none again at exit (Python's recipe)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except Exception as exc:
         from sarag_assets.query.damage import damaged_store
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +18,17 @@ ROLES: tuple[str, ...] = ("user", "agent")
 
 # Raw input kept in a quarantine row is cut to this many characters.
 QUARANTINE_RAW_CHARS = 2000
+
+# Control characters (NUL, ESC, ...) other than tab and line breaks, and the bidirectional embeddings and
+# overrides: they carry no words, and printed to a terminal or drawn by the web page they could clear the
+# screen or reverse what a reader sees.
+CONTROL_CHARACTERS = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e]")
+_OTHER_BREAK = re.compile(r"[\x0b\x0c\x85]")  # vertical tab, form feed, next line: still line breaks
+
+
+def displayable(text: str) -> str:
+    """The text without control characters (line breaks kept as line breaks)."""
+    return _OTHER_BREAK.sub("\n", CONTROL_CHARACTERS.sub("", text))
 
 
 @dataclass(frozen=True)

@@ -106,3 +106,27 @@ def test_the_cli_stops_a_sort_over_a_hundred_million_rows_with_one_line(warehous
         "sarag: error: stopped after 2 s, the time limit for a statement (setting sql_timeout_s)",
         "sarag: error: stopped: the statement needs more than 1GB of memory (setting sql_memory_limit)")
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_cli_prints_control_characters_in_cells_as_escapes(warehouse):
+    """A quarantined record's excerpt keeps what the file held; a terminal must not obey its ESC."""
+    with duckdb.connect(str(warehouse)) as con:
+        con.execute("CREATE TABLE excerpt AS SELECT 'ok' || chr(27) || '[2J' || chr(8238) || 'txet' AS raw")
+    result = _cli_sql(warehouse, "SELECT raw FROM excerpt", 60)
+    assert result.returncode == 0, result.stderr
+    assert "ok\\x1b[2J\\u202etxet" in result.stdout
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+
+
+def test_a_reader_that_stops_reading_gets_no_traceback(warehouse):
+    """`sarag sql ... | head -1`: the rest of the output has nowhere to go, and that is no error to show."""
+    publish_as_is(warehouse.parent, copy_of=warehouse)
+    env = {"SARAG_HOME": str(warehouse.parent), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+    wide = ", ".join(f"repeat('x', 60) AS c{i}" for i in range(20))
+    reader = subprocess.Popen([sys.executable, "-m", "sarag_assets.cli", "sql", f"SELECT {wide} FROM range(1000)"],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert reader.stdout.readline().startswith("c0 | c1")
+    reader.stdout.close()
+    stderr = reader.stderr.read()
+    assert reader.wait(timeout=120) == 1
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr

@@ -6,13 +6,12 @@ personal data in the text is replaced by placeholders before anything downstream
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 import polars as pl
 
-from sarag_assets.core.conversation import Conversation, ParsedFile
+from sarag_assets.core.conversation import Conversation, ParsedFile, displayable
 from sarag_assets.core.ingest.landing import BatchManifest
 from sarag_assets.core.ingest.redaction import Redactor
 from sarag_assets.core.warehouse import conform, polars_schema
@@ -42,17 +41,6 @@ def parse_timestamp(value: str | None) -> datetime | None:
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
     return parsed.astimezone(timezone.utc)
-
-
-# Control characters (NUL, ESC, ...) other than tab and line breaks, and the bidirectional embeddings and
-# overrides: they carry no words, and printed by `sarag show` or drawn by the web page they could clear a
-# terminal or reverse what a reader sees.
-_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f-\x84\x86-\x9f\u202a-\u202e]")
-_OTHER_BREAK = re.compile(r"[\x0b\x0c\x85]")  # vertical tab, form feed, next line: still line breaks
-
-
-def displayable(text: str) -> str:
-    return _OTHER_BREAK.sub("\n", _CONTROL.sub("", text))
 
 
 def anonymize_speakers(conversation: Conversation) -> dict[str, str]:
