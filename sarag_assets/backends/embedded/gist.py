@@ -29,6 +29,10 @@ when a helper passed it on and nobody said it was done. `resolved` is true only 
 It is quoted like the problem (relevance to the problem and to the answer itself, `RESOLUTION_CHARS`).
 Non-adjacent pieces are joined by `GAP`, so every piece stays verbatim; the semantic gate checks each.
 
+Neither cell quotes a letter's frame (`without_letter_frame`): a short line of its own ending in a comma
+(salutation, valediction) and the name lines that close a turn after its last full sentence. That is
+layout, not words, so it holds in any language written as letters.
+
 The constants are round values, none varied to raise a score. `LEAD_BONUS`, the two-pass rule and the
 step-by-step rule came from reading failing cases of the generator's and the out-of-domain sets'
 conversations; choosing between variants of them used those sets' fidelity (docs/results.md).
@@ -138,6 +142,7 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any."""
+    sentences = without_letter_frame(turns, sentences)
     users, helpers, answer_turns = _parts(turns, sentences, speakers)
     texts = _texts(turns, users, helpers, answer_turns)
     if not texts:
@@ -226,7 +231,51 @@ def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[lis
 
 def gist_texts(an: Analysis) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(an.turns, *_parts(an.turns, an.sentences, an.speakers or None))
+    return _texts(an.turns, *_parts(an.turns, without_letter_frame(an.turns, an.sentences), an.speakers or None))
+
+
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+MAX_SIGNATURE_WORDS = 6
+
+
+def _on_own_line(text: str, s: Sentence, previous: Sentence | None) -> bool:
+    return "\n" in text[previous.end if previous else 0 : s.start] or previous is None
+
+
+def _signature_line(text: str) -> bool:
+    """A closing line: a valediction ending in a comma ("Kind regards,", "Saludos,") or a short name line
+    in title case ("Carla | Customer Support", "The Melodia Support Team")."""
+    if text.endswith(","):
+        return True
+    words = _NAME_WORD.findall(text)
+    if not words or len(words) > MAX_SIGNATURE_WORDS or text[-1:] in ".!?:;" or ": " in text:  # "Serial: X1" is data
+        return False
+    return sum(w[0].isupper() for w in words) * 3 >= 2 * len(words)
+
+
+def without_letter_frame(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[Sentence]:
+    """The sentences without the frame of a letter-style turn: a short line of its own that ends in a comma
+    (the salutation "Hello user1,", the valediction "Kind regards,"), and the closing lines after the last sentence that ends in . ! or ?
+    (valediction and signature). A turn on one line, or whose last lines follow a colon ("Then run:"),
+    keeps every sentence. Layout, not words: it holds in any language that writes letters this way."""
+    frame: set[tuple[int, int]] = set()
+    by_turn: dict[int, list[Sentence]] = {}
+    for s in sentences:
+        by_turn.setdefault(s.turn, []).append(s)
+    for t, own in by_turn.items():
+        text = turns[t][1]
+        if len(own) < 2 or "\n" not in text.strip():
+            continue
+        for i, s in enumerate(own[:-1]):  # "Hello user1," or "Kind regards," on a line of its own
+            if (s.text.endswith(",") and len(_NAME_WORD.findall(s.text)) <= MAX_SIGNATURE_WORDS
+                    and _on_own_line(text, s, own[i - 1] if i else None) and "\n" in text[s.end : own[i + 1].start]):
+                frame.add((t, s.index))
+        k = len(own)
+        while k > 1 and _on_own_line(text, own[k - 1], own[k - 2]) and _signature_line(own[k - 1].text):
+            k -= 1
+        if k < len(own) and own[k - 1].text[-1:] in ".!?" and (t, own[k - 1].index) not in frame:
+            frame.update((t, s.index) for s in own[k:])
+    return [s for s in sentences if (s.turn, s.index) not in frame]
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:

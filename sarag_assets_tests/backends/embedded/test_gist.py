@@ -176,3 +176,41 @@ def test_the_askers_reply_to_a_question_that_told_still_states_what_they_want(ba
         ("user", "great"),
     )
     assert "change it to a window seat" in g["problem"] and "12A" in g["resolution"]
+
+
+@pytest.mark.parametrize("turns, kept, dropped", [
+    ([("user", "Dear Support Team,\n\nThe backup app stops at 80% on every update since Monday. I'm on version 9.1.6."),
+      ("agent", "Hello Sam,\n\nThanks for the details. The update needs the old service stopped first: stop the "
+                "Vantage service, then run the installer again.\n\nKind regards,\nCarla | Customer Support"),
+      ("user", "That worked, thanks!")],
+     ["stops at 80%", "stop the Vantage service"], ["Dear Support Team", "Hello Sam", "Kind regards", "Carla"]),
+    ([("user", "Sehr geehrte Damen und Herren,\n\nmein Thermostat verliert jede Nacht die WLAN-Verbindung. Die "
+               "Firmware ist 2.4.1."),
+      ("agent", "Hallo Frau Weber,\n\ndas liegt am Energiesparmodus des Routers. Bitte schalten Sie im Router den "
+                "Energiesparmodus für 2,4 GHz aus.\n\nMit freundlichen Grüßen,\nJonas Keller\nKundenservice Heizwerk"),
+      ("user", "Danke, das hat funktioniert!")],
+     ["WLAN-Verbindung", "Energiesparmodus für 2,4 GHz aus"],
+     ["Sehr geehrte", "Hallo Frau Weber", "Mit freundlichen", "Jonas Keller", "Kundenservice"]),
+])
+def test_a_letters_salutation_and_signature_are_in_neither_cell(backend, turns, kept, dropped):
+    g, _ = gist_of(backend, *turns)
+    cells = g["problem"] + "\n" + g["resolution"]
+    assert all(k in cells for k in kept)
+    assert not any(d in cells for d in dropped)
+
+
+def test_the_letter_frame_is_layout_not_a_line_without_a_full_stop():
+    from sarag_assets.backends.embedded.findings import Sentence
+    from sarag_assets.backends.embedded.gist import without_letter_frame
+    from sarag_assets.backends.embedded.text import split_sentences
+
+    def kept(text):
+        ss = [Sentence(0, "agent", i, s, e, x) for i, (s, e, x) in enumerate(split_sentences(text))]
+        return [s.text for s in without_letter_frame([("agent", text)], ss)]
+
+    # a command after a colon, a chat turn on two lines without punctuation, a data line: all content
+    assert kept("Try this.\nThen run:\nsudo systemctl restart nginx") == ["Try this.", "Then run:", "sudo systemctl restart nginx"]
+    assert kept("my router drops every night\nAny Ideas") == ["my router drops every night", "Any Ideas"]
+    assert kept("It stopped after the update.\nSerial: VX2-4471-KD09") == ["It stopped after the update.", "Serial: VX2-4471-KD09"]
+    assert kept("OK, switch off the VPN.\nSara (Melodia Support)") == ["OK, switch off the VPN."]
+    assert kept("No worries!\n\nHello user1,\n\nMark our address as a safe sender.") == ["No worries!", "Mark our address as a safe sender."]
