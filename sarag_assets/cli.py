@@ -278,7 +278,7 @@ def _search(engine, query, args) -> int:
     for note in result.query.notes:
         print(f"note: {note}")
     if result.query.entities:
-        print("mentioned: " + ", ".join(f"{e.column}={e.value}" for e in result.query.entities))
+        print("mentioned: " + _visible(", ".join(f"{e.column}={e.value}" for e in result.query.entities)))
     if not result.hits:
         print("no results")
     strength = engine.match_strength(result.query_vector, result.ids())
@@ -292,13 +292,13 @@ def _search(engine, query, args) -> int:
         weak = "  (weak match)" if is_weak(strength[hit.dialogue_id]) else ""
         when = origin.get("started_at") or origin.get("landed_at")
         where = " · ".join(str(x) for x in (origin.get("source_file"), when and str(when)[:10]) if x)
-        print(f"{hit.rank:>2}. {hit.dialogue_id}  [{outcome}]{weak}  {where}")
+        print(f"{hit.rank:>2}. {_visible(hit.dialogue_id)}  [{outcome}]{weak}  {_visible(where)}")
         print(f"    {_one_line(row.get('problem') or next(iter(row.values()), ''), 110)}")
         if row.get("resolution"):
             label = "fix that worked" if outcome == "resolved" else "suggested"
             print(f"    {label}: {_one_line(row['resolution'], 100)}")
         if hit.matched_columns:
-            print("    matched: " + ", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns))
+            print("    matched: " + _visible(", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns)))
         if args.explain:
             channels = ", ".join(f"{name} #{info['rank']}" for name, info in hit.channels.items())
             stands = strength[hit.dialogue_id]
@@ -318,12 +318,12 @@ def cmd_show(args) -> int:
         _print_json({**found, "published_state": state})
         return 0
     when = found.get("started_at") or found.get("landed_at")
-    print(f"{args.dialogue_id}  {found.get('source_file')} ({found.get('source_format')})  {when}")
+    print(_visible(f"{args.dialogue_id}  {found.get('source_file')} ({found.get('source_format')})  {when}"))
     for column, value in found["row"].items():
         print(f"  {column}: {_one_line(value, 110)}")
     print()
     for turn in found["turns"]:
-        print(f"[{turn['turn_index']}] {turn['speaker']} ({turn['role']}):")
+        print(f"[{turn['turn_index']}] {_visible(turn['speaker'])} ({turn['role']}):")
         for line in _visible(turn["text"]).splitlines() or [""]:
             print(f"    {line}")
     print(f"(published state {state})")

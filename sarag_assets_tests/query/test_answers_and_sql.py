@@ -313,3 +313,26 @@ def test_a_published_state_missing_its_lancedb_tables_is_one_line_not_an_empty_a
     # the warehouse copy is whole: SQL still answers from it
     sql = _cli("sql", "SELECT count(*) AS n FROM current_dialogues", "--json", home=copy)
     assert sql.returncode == 0, sql.stderr
+
+
+def test_cli_show_and_search_print_a_source_file_name_with_control_characters_as_escapes(built_home, engine, tmp_path):
+    """A file name may hold an ESC (Linux allows it); `show` and `search` print where a conversation came from."""
+    import shutil
+
+    from sarag_assets.settings import Home
+
+    copy = Home(tmp_path / "home")
+    shutil.copytree(built_home.root, copy.root)
+    dialogue_id = sorted(engine.rows)[0]
+    published = next((copy.root / "published").glob("*.duckdb"))
+    with duckdb.connect(str(published)) as con:
+        con.execute("UPDATE raw_dialogues SET source_file = 'in' || chr(27) || '[2Jbox.jsonl' WHERE dialogue_id = ?",
+                    [dialogue_id])
+    shown = _cli("show", dialogue_id, home=copy)
+    assert shown.returncode == 0, shown.stderr
+    assert "in\\x1b[2Jbox.jsonl" in shown.stdout.splitlines()[0]
+    problem = engine.rows[dialogue_id]["problem"]
+    found = _cli("search", problem, "--k", "10", home=copy)
+    assert found.returncode == 0, found.stderr
+    assert "in\\x1b[2Jbox.jsonl" in found.stdout
+    assert "\x1b" not in shown.stdout + found.stdout

@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from sarag_assets.core.conversation import (
+    CONTROL_CHARACTERS,
     QUARANTINE_RAW_CHARS,
     Conversation,
     NotAConversationFile,
@@ -115,6 +116,8 @@ def _norm_id(value: Any, what: str = "dialogue_id") -> str:
     text = str(value)
     if not text.strip():
         raise _Reject(f"empty {what}")
+    if CONTROL_CHARACTERS.search(text):  # an id is printed and typed: an ESC in it would drive the terminal
+        raise _Reject(f"{what} {_short(text)} holds control characters")
     return text
 
 

@@ -752,3 +752,14 @@ def test_the_written_out_of_domain_sets_land_whole(name):
     assert len(parsed.conversations) == sum(1 for _ in path.open(encoding="utf-8"))
     for c in parsed.conversations:
         assert c.turns[0].role == "user" or any(t.role == "user" for t in c.turns[:3]), c.dialogue_id
+
+
+def test_an_id_holding_control_characters_is_quarantined_with_its_reason(tmp_path):
+    # an id is printed by `sarag show` and `search` and typed back by the user: an ESC in it would drive
+    # the terminal, and nobody could type it
+    bad = '{"dialogue_id": "t1\\u001b[2J", "turns": [{"speaker": "user", "text": "hi"}, {"speaker": "agent", "text": "ok"}]}'
+    path = write_lines(tmp_path / "ids.jsonl", [GOOD_A, bad])
+    parsed = parse_file(path)
+    assert [c.dialogue_id for c in parsed.conversations] == [GOOD_A["dialogue_id"]]
+    (q,) = parsed.quarantined
+    assert "holds control characters" in q.reason and "\x1b" not in q.reason
