@@ -12,6 +12,7 @@ from typing import Sequence
 from sarag_assets.backends.embedded.codes import find_error_codes, find_error_messages, find_models
 from sarag_assets.backends.embedded.cues import instruction_score, problem_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
+from sarag_assets.backends.embedded.gist import without_letter_frame
 from sarag_assets.backends.embedded.outcomes import _attempts_and_escalation, _resolution, _root_cause
 from sarag_assets.backends.embedded.products import _PRODUCT_SLOT, product_candidates
 from sarag_assets.backends.embedded.quantities import (
@@ -202,7 +203,9 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     while opening and j >= 0 and turns[j][0] == "user" and len(opening) < 5:
         opening.add(j)  # the user's turns right before the problem statement belong to the opening
         j -= 1
-    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], opening, claimed)
+    body = {(s.turn, s.index) for s in without_letter_frame(turns, sentences)}
+    addressing = {(s.turn, s.text) for s in sentences if (s.turn, s.index) not in body}
+    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], opening, claimed, addressing)
     prods = [p for p in prods if p[0].lower() not in owned]
     if prods:
         name, score, turn, text = prods[0]

@@ -172,6 +172,7 @@ def product_candidates(
     sentences: Sequence[tuple[int, str, str]],
     problem_turns: set[int],
     claimed: Iterable[str] | None = None,
+    addressing: set[tuple[int, str]] | None = None,
 ) -> list[tuple[str, float, int, str]]:
     """Named products, services or devices: capitalized or CamelCase names not at the start of a
     sentence ("the Cloudberry Drive app", "my iPhone", "Linkstar DSL500"), scored by repetition, by a
@@ -182,7 +183,9 @@ def product_candidates(
     X", "X Support"), carriers and payment services ("shipped with X", "paid with X"), plans ("the X
     plan", answers to "which plan?"), kinds of things ("my TV", "the DNS server"), menu paths
     ("Settings > About"), button labels ("tap Save"), names denied in a correction ("it's X, not Y"),
-    and values ``claimed`` by other detectors (plans, amounts, identifiers, codes, ...). A model
+    and values ``claimed`` by other detectors (plans, amounts, identifiers, codes, ...), nor names in the
+    ``addressing`` sentences, (turn, text) of a letter's salutation and signature lines ("Dear Crate & Co
+    team,"): whom a message addresses or who signs it. A model
     number that is part of a longer name ("HC-31" of "Homelink HC31", "Trailhead 45L (TH-45)")
     counts for the longer name. ``sentences``: (turn, role, text). Returns (name, score, turn,
     sentence) best first."""
@@ -212,7 +215,7 @@ def product_candidates(
         for h in find_os(text) + find_browsers(text):
             os_names.add(h.value.lower())
         body = _strip_lead(text)
-        if _mostly_upper(body):
+        if _mostly_upper(body) or (turn, text) in (addressing or ()):
             continue
         correction = correction_cue(body) or bool(re.search(r",\s+not\s+|\bmis(?:read|typed|spelled|heard|took)\b", body, re.I))
         org_spans = [m.span("n") for pat in _ORG_CUES for m in pat.finditer(body)]

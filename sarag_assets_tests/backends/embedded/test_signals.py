@@ -605,6 +605,13 @@ def test_product_company_only_where_it_greets():
     assert product_of([("agent", "Thanks for contacting Comcast!"), ("user", "My internet is down since this morning.")]) is None
 
 
+@pytest.mark.parametrize("salutation", ["Dear Crate & Co team,", "Dear Sir or Madam,", "Sehr geehrtes Nordlicht Team,"])
+def test_whom_a_letter_addresses_or_who_signs_it_is_no_product(salutation):
+    turns = [("user", f"{salutation}\n\nthe refund for my order hasn't shown up. The total was $193.95.\n\nSincerely,\nMira Holt"),
+             ("agent", "Hello,\n\nthe refund was sent to an expired card; I reissued it.\n\nKind regards,\nCarla | Customer Support")]
+    assert product_of(turns) is None
+
+
 def test_resolved_is_about_the_first_issue_and_unknown_after_an_untried_step():
     turns = [
         ("user", "My bike computer won't pair with the heart-rate strap."),
