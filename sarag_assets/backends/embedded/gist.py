@@ -142,8 +142,8 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any."""
-    sentences = without_letter_frame(turns, sentences)
-    users, helpers, answer_turns = _parts(turns, sentences, speakers)
+    body = without_letter_frame(turns, sentences)  # what may be quoted; the verdicts read every sentence
+    users, helpers, answer_turns = _parts(turns, body, speakers)
     texts = _texts(turns, users, helpers, answer_turns)
     if not texts:
         return Gist(None, None, None)
@@ -163,7 +163,7 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     stating = _stating_turns(turns, [k for k in substantive if k not in telling])
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
     substantive = _substantive(turns, answer_turns, stepped, problem_vec, v)
-    resolution, resolved = _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v,
+    resolution, resolved = _resolution(turns, sentences, body, answer_turns, substantive, stating, problem_vec, v,
                                        confirmation, escalated_turn, speakers)
     return Gist(problem, resolution, resolved)
 
@@ -373,7 +373,7 @@ def _closing_turn(turns: Sequence[tuple[str, str]], answer_turns: list[int]) -> 
     return last_user
 
 
-def _resolution(turns, sentences, answer_turns, substantive, stating, problem_vec, v, confirmation, escalated_turn, speakers):
+def _resolution(turns, sentences, body, answer_turns, substantive, stating, problem_vec, v, confirmation, escalated_turn, speakers):
     if not substantive:
         return None, None
     substantive = [k for k in substantive if k != escalated_turn] or substantive  # passing it on answers nothing
@@ -431,7 +431,7 @@ def _resolution(turns, sentences, answer_turns, substantive, stating, problem_ve
         return None, _not_resolved(turns, escalated_turn, None)  # passed on, and nobody said it was done
 
     chain = _chain(turns, answer_turns, chosen, lambda u: verdict(u)[0] < 0, speakers)
-    own = [s for s in sentences if s.turn in chain and _words(_strip_lead(s.text)) >= 2]
+    own = [s for s in body if s.turn in chain and _words(_strip_lead(s.text)) >= 2]
     if not own:
         return None, None
     vs = np.stack([v(s.text) for s in own])

@@ -214,3 +214,13 @@ def test_the_letter_frame_is_layout_not_a_line_without_a_full_stop():
     assert kept("It stopped after the update.\nSerial: VX2-4471-KD09") == ["It stopped after the update.", "Serial: VX2-4471-KD09"]
     assert kept("OK, switch off the VPN.\nSara (Melodia Support)") == ["OK, switch off the VPN."]
     assert kept("No worries!\n\nHello user1,\n\nMark our address as a safe sender.") == ["No worries!", "Mark our address as a safe sender."]
+
+
+def test_a_verdict_written_like_a_valediction_still_counts(backend):
+    # "Works now, thanks a lot," closes the letter and is the asker's verdict: not quoted, still read
+    g, _ = gist_of(backend,
+        ("user", "Hello,\n\nthe label printer prints blank pages since the driver update to 4.2."),
+        ("agent", "Hi,\n\nplease roll the driver back to 4.1 under Devices > Printer > Driver.\n\nBest,\nOmar | Support"),
+        ("user", "Rolled it back.\n\nWorks now, thanks a lot,\nSam"))
+    assert g["resolved"] == "true"
+    assert "roll the driver back to 4.1" in g["resolution"] and "Omar" not in g["resolution"]
