@@ -255,9 +255,10 @@ def _signature_line(text: str) -> bool:
 
 def without_letter_frame(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[Sentence]:
     """The sentences without the frame of a letter-style turn: a short line of its own that ends in a comma
-    (the salutation "Hello user1,", the valediction "Kind regards,"), and the closing lines after the last sentence that ends in . ! or ?
-    (valediction and signature). A turn on one line, or whose last lines follow a colon ("Then run:"),
-    keeps every sentence. Layout, not words: it holds in any language that writes letters this way."""
+    (the salutation "Hello user1,", the valediction "Kind regards,"), and the closing name lines after the
+    last sentence that ends in . ! or ? ("Carla | Customer Support"). A turn on one line, or whose last
+    lines follow a colon ("Then run:"), keeps every sentence. Layout, not words: it holds in any language
+    that writes letters this way."""
     frame: set[tuple[int, int]] = set()
     by_turn: dict[int, list[Sentence]] = {}
     for s in sentences:
