@@ -417,7 +417,7 @@ def _resolution(turns, sentences, body, answer_turns, substantive, stating, prob
                 return None, _not_resolved(turns, closing, s)
             chosen, ack, confirmed = last, s, pol > 0
     # a refusal that ends the answer, or comes after it ("we can't do that by email, but ..." is an answer)
-    last_of_answer = max((x.index for x in sentences if x.turn == chosen and _words(x.text) >= 2), default=-1)
+    last_of_answer = max((x.index for x in body if x.turn == chosen and _words(x.text) >= 2), default=-1)
     refused = next((x for x in sentences if x.role != "user" and (x.turn > chosen or (x.turn == chosen and x.index == last_of_answer))
                     and confirmation(x.text, x.role)[0] < 0), None)
     if refused is not None and not any(u > refused.turn for u in user_turns if verdict(u)[0] > 0):

@@ -224,3 +224,12 @@ def test_a_verdict_written_like_a_valediction_still_counts(backend):
         ("user", "Rolled it back.\n\nWorks now, thanks a lot,\nSam"))
     assert g["resolved"] == "true"
     assert "roll the driver back to 4.1" in g["resolution"] and "Omar" not in g["resolution"]
+
+
+def test_a_refusal_that_ends_a_letter_before_its_signature_resolves_nothing(backend):
+    g, _ = gist_of(backend,
+        ("user", "Hello,\n\nmy annual plan renewed yesterday and I want the renewal refunded, I did not use it."),
+        ("agent", "Dear customer,\n\nI checked your account: the renewal was charged on 3 May as announced. "
+                  "Unfortunately we cannot refund a renewal after the 14-day window.\n\nKind regards,\nLena | Billing Team"),
+        ("user", "Ok."))
+    assert "resolution" not in g and g["resolved"] == "false"
