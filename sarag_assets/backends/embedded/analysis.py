@@ -12,7 +12,6 @@ from typing import Sequence
 from sarag_assets.backends.embedded.codes import find_error_codes, find_error_messages, find_models
 from sarag_assets.backends.embedded.cues import instruction_score, problem_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
-from sarag_assets.backends.embedded.gist import without_letter_frame
 from sarag_assets.backends.embedded.outcomes import _attempts_and_escalation, _resolution, _root_cause
 from sarag_assets.backends.embedded.products import _PRODUCT_SLOT, product_candidates
 from sarag_assets.backends.embedded.quantities import (
@@ -41,6 +40,7 @@ from sarag_assets.backends.embedded.text import (
     is_placeholder_only,
     snake,
     split_sentences,
+    without_letter_frame,
 )
 from sarag_assets.backends.embedded.versions import correction_cue, find_browsers, find_os, find_versions, is_negated
 
@@ -136,7 +136,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     for ti, (role, text) in enumerate(turns):
         for si, (s, e, seg) in enumerate(split_sentences(text)):
             sentences.append(Sentence(ti, role, si, s, e, seg))
-    an = Analysis(turns=turns, sentences=sentences)
+    an = Analysis(turns=turns, sentences=sentences, body=without_letter_frame(turns, sentences))
     findings: list[Finding] = []
 
     # the problem turns (what column relevance is measured against): the first substantive user turns
@@ -203,7 +203,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     while opening and j >= 0 and turns[j][0] == "user" and len(opening) < 5:
         opening.add(j)  # the user's turns right before the problem statement belong to the opening
         j -= 1
-    body = {(s.turn, s.index) for s in without_letter_frame(turns, sentences)}
+    body = {(s.turn, s.index) for s in an.body}
     addressing = {(s.turn, s.text) for s in sentences if (s.turn, s.index) not in body}
     prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], opening, claimed, addressing)
     prods = [p for p in prods if p[0].lower() not in owned]

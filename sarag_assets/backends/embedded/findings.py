@@ -54,6 +54,7 @@ class Analysis:
     problem_turns: tuple[int, ...] = ()
     gist_applied: bool = False  # problem, resolution and resolved come from `gist` (embeddings)
     speakers: list[str] = field(default_factory=list)  # each turn's speaker, where the input names them
+    body: list[Sentence] = field(default_factory=list)  # the sentences a cell may quote (no letter frame)
 
     def by_signal(self, signal: str) -> list[Finding]:
         return [f for f in self.findings if f.signal == signal and f.usable]

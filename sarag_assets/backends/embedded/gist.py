@@ -49,7 +49,7 @@ import numpy as np
 from sarag_assets.backends.embedded.cues import confirmation as english_confirmation
 from sarag_assets.backends.embedded.cues import instruction_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
-from sarag_assets.backends.embedded.text import _strip_lead
+from sarag_assets.backends.embedded.text import _strip_lead, without_letter_frame
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
 
 PROBLEM_CHARS = 400
@@ -138,11 +138,12 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode: Encode, *,
          confirmation: Callable[[str, str], tuple[int, float]], escalated_turn: int | None = None,
-         speakers: Sequence[str] | None = None) -> Gist:
+         speakers: Sequence[str] | None = None, body: Sequence[Sentence] | None = None) -> Gist:
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
-    `escalated_turn` the helper turn that passed the problem on, if any."""
-    body = without_letter_frame(turns, sentences)  # what may be quoted; the verdicts read every sentence
+    `escalated_turn` the helper turn that passed the problem on, if any; `body` the sentences that may be
+    quoted (default: `sentences` without the letter frame). The verdicts read every sentence."""
+    body = list(without_letter_frame(turns, sentences) if body is None else body)
     users, helpers, answer_turns = _parts(turns, body, speakers)
     texts = _texts(turns, users, helpers, answer_turns)
     if not texts:
@@ -214,7 +215,7 @@ def apply_gist(an: Analysis, encode: Encode) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
     found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
-                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None)
+                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=an.body)
     kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
     an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
     an.problem = found.problem
@@ -231,52 +232,7 @@ def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[lis
 
 def gist_texts(an: Analysis) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(an.turns, *_parts(an.turns, without_letter_frame(an.turns, an.sentences), an.speakers or None))
-
-
-_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
-MAX_SIGNATURE_WORDS = 6
-
-
-def _on_own_line(text: str, s: Sentence, previous: Sentence | None) -> bool:
-    return "\n" in text[previous.end if previous else 0 : s.start] or previous is None
-
-
-def _signature_line(text: str) -> bool:
-    """A closing line: a valediction ending in a comma ("Kind regards,", "Saludos,") or a short name line
-    in title case ("Carla | Customer Support", "The Melodia Support Team")."""
-    if text.endswith(","):
-        return True
-    words = _NAME_WORD.findall(text)
-    if not words or len(words) > MAX_SIGNATURE_WORDS or text[-1:] in ".!?:;" or ": " in text:  # "Serial: X1" is data
-        return False
-    return sum(w[0].isupper() for w in words) * 3 >= 2 * len(words)
-
-
-def without_letter_frame(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[Sentence]:
-    """The sentences without the frame of a letter-style turn: a short line of its own that ends in a comma
-    (the salutation "Hello user1,", the valediction "Kind regards,"), and the closing name lines after the
-    last sentence that ends in . ! or ? ("Carla | Customer Support"). A turn on one line, or whose last
-    lines follow a colon ("Then run:"), keeps every sentence. Layout, not words: it holds in any language
-    that writes letters this way."""
-    frame: set[tuple[int, int]] = set()
-    by_turn: dict[int, list[Sentence]] = {}
-    for s in sentences:
-        by_turn.setdefault(s.turn, []).append(s)
-    for t, own in by_turn.items():
-        text = turns[t][1]
-        if len(own) < 2 or "\n" not in text.strip():
-            continue
-        for i, s in enumerate(own[:-1]):  # "Hello user1," or "Kind regards," on a line of its own
-            if (s.text.endswith(",") and len(_NAME_WORD.findall(s.text)) <= MAX_SIGNATURE_WORDS
-                    and _on_own_line(text, s, own[i - 1] if i else None) and "\n" in text[s.end : own[i + 1].start]):
-                frame.add((t, s.index))
-        k = len(own)
-        while k > 1 and _on_own_line(text, own[k - 1], own[k - 2]) and _signature_line(own[k - 1].text):
-            k -= 1
-        if k < len(own) and own[k - 1].text[-1:] in ".!?" and (t, own[k - 1].index) not in frame:
-            frame.update((t, s.index) for s in own[k:])
-    return [s for s in sentences if (s.turn, s.index) not in frame]
+    return _texts(an.turns, *_parts(an.turns, an.body, an.speakers or None))
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:

@@ -1,11 +1,13 @@
-"""Text utilities the detectors share: signal names, column-name snaking, sentence splitting, word
-lists, and the Hit a detector returns (name, value, span, strength 0..1)."""
+"""Text utilities the detectors share: signal names, column-name snaking, sentence splitting and a letter's
+frame, word lists, and the Hit a detector returns (name, value, span, strength 0..1)."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
+from sarag_assets.backends.embedded.findings import Sentence
 from sarag_assets.backends.normalize import MAX_NAME, snake_case
 
 # The detectors (signal names) and the general support concepts.
@@ -148,3 +150,48 @@ def _before(text: str, pos: int, n: int = 40) -> str:
 
 def _after(text: str, pos: int, n: int = 40) -> str:
     return text[pos : pos + n]
+
+
+_NAME_WORD = re.compile(r"[^\W\d_][\w'’-]*", re.UNICODE)
+MAX_SIGNATURE_WORDS = 6
+
+
+def _on_own_line(text: str, s: Sentence, previous: Sentence | None) -> bool:
+    return previous is None or "\n" in text[previous.end : s.start]
+
+
+def _signature_line(text: str) -> bool:
+    """A closing line: a valediction ending in a comma ("Kind regards,", "Saludos,") or a short name line
+    in title case ("Carla | Customer Support", "The Melodia Support Team")."""
+    if text.endswith(","):
+        return True
+    words = _NAME_WORD.findall(text)
+    if not words or len(words) > MAX_SIGNATURE_WORDS or text[-1:] in ".!?:;" or ": " in text:  # "Serial: X1" is data
+        return False
+    return sum(w[0].isupper() for w in words) * 3 >= 2 * len(words)
+
+
+def without_letter_frame(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence]) -> list[Sentence]:
+    """The sentences without the frame of a letter-style turn: a short line of its own that ends in a comma
+    (the salutation "Hello user1,", the valediction "Kind regards,"), and the closing name lines after the
+    last sentence that ends in . ! or ? ("Carla | Customer Support"). A turn on one line, or whose last
+    lines follow a colon ("Then run:"), keeps every sentence. Layout, not words: it holds in any language
+    that writes letters this way."""
+    frame: set[tuple[int, int]] = set()
+    by_turn: dict[int, list[Sentence]] = {}
+    for s in sentences:
+        by_turn.setdefault(s.turn, []).append(s)
+    for t, own in by_turn.items():
+        text = turns[t][1]
+        if len(own) < 2 or "\n" not in text.strip():
+            continue
+        for i, s in enumerate(own[:-1]):  # "Hello user1," or "Kind regards," on a line of its own
+            if (s.text.endswith(",") and len(_NAME_WORD.findall(s.text)) <= MAX_SIGNATURE_WORDS
+                    and _on_own_line(text, s, own[i - 1] if i else None) and "\n" in text[s.end : own[i + 1].start]):
+                frame.add((t, s.index))
+        k = len(own)
+        while k > 1 and _on_own_line(text, own[k - 1], own[k - 2]) and _signature_line(own[k - 1].text):
+            k -= 1
+        if k < len(own) and own[k - 1].text[-1:] in ".!?" and (t, own[k - 1].index) not in frame:
+            frame.update((t, s.index) for s in own[k:])
+    return [s for s in sentences if (s.turn, s.index) not in frame]

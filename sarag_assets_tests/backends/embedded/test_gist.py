@@ -201,8 +201,7 @@ def test_a_letters_salutation_and_signature_are_in_neither_cell(backend, turns, 
 
 def test_the_letter_frame_is_layout_not_a_line_without_a_full_stop():
     from sarag_assets.backends.embedded.findings import Sentence
-    from sarag_assets.backends.embedded.gist import without_letter_frame
-    from sarag_assets.backends.embedded.text import split_sentences
+    from sarag_assets.backends.embedded.text import split_sentences, without_letter_frame
 
     def kept(text):
         ss = [Sentence(0, "agent", i, s, e, x) for i, (s, e, x) in enumerate(split_sentences(text))]
