@@ -142,3 +142,8 @@ def test_the_pipeline_encodes_with_the_runtime_the_settings_name(tmp_path):
     assert EmbedderResource().embedder(Settings.load(tmp_path, environ={})).runtime == "onnx"
     torch = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "torch"})
     assert EmbedderResource().embedder(torch).runtime == "torch"
+    bf16 = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "BF16"})
+    assert bf16.encoder_runtime == "bf16"
+    from sarag_assets.core.encoding.embedder import native_bf16
+
+    assert EmbedderResource().embedder(bf16).runtime == ("bf16" if native_bf16() else "onnx")

@@ -214,7 +214,10 @@ class Sarag:
             from sarag_assets.core.encoding.embedder import Embedder
 
             threads = _limit_query_threads(self.config.query_threads)
-            self._embedder = Embedder(self.config.embedding_model, runtime=self.config.encoder_runtime, threads=threads)
+            # bf16 pays off on the pipeline's batches; a query's few short texts are faster on onnx, whose
+            # vectors are within the same tolerance of the model's
+            runtime = "onnx" if self.config.encoder_runtime == "bf16" else self.config.encoder_runtime
+            self._embedder = Embedder(self.config.embedding_model, runtime=runtime, threads=threads)
         return self._embedder
 
     def _clusters(self):

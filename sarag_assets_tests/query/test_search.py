@@ -121,6 +121,9 @@ def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engi
             assert [h.dialogue_id for h in torch_hits] == [h.dialogue_id for h in onnx_hits]
             # fused scores are standardized (a few units): vectors equal to ~1e-7 give scores equal to ~1e-5
             assert max(abs(a.score - b.score) for a, b in zip(torch_hits, onnx_hits)) < 1e-4
+    monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "bf16")  # a pipeline runtime: queries stay on onnx
+    with Sarag(built_home) as beside_bf16:
+        assert beside_bf16.embedder.runtime == "onnx"
     monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "jax")
     with pytest.raises(ValueError, match="SARAG_ENCODER_RUNTIME = 'jax'"):  # at opening, not at the first search
         Sarag(built_home)
