@@ -48,8 +48,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 
 import numpy as np
@@ -84,6 +82,7 @@ from sarag_assets.backends.embedded.columns import (
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
 from sarag_assets.backends.embedded.findings import Analysis, Finding
 from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
+from sarag_assets.backends.embedded.memo import TextBoundedMemo
 from sarag_assets.backends.embedded.text import (
     _STOP,
     SIGNALS,
@@ -108,16 +107,16 @@ from sarag_assets.core.structuring.interface import (
 )
 
 
+_ANALYSES: "TextBoundedMemo[Analysis]" = TextBoundedMemo()
+
+
 class EmbeddedBackend:
     """The default structuring backend: deterministic, offline (see the module docstring)."""
 
     name = BACKEND_NAME
 
-    def __init__(self, embedder=None, *, cache_size: int = 256):
+    def __init__(self, embedder=None):
         self._embedder = embedder
-        self._cache: OrderedDict[str, Analysis] = OrderedDict()
-        self._cache_size = cache_size
-        self._lock = threading.Lock()
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -133,26 +132,21 @@ class EmbeddedBackend:
         return np.asarray(self.embedder.encode(texts), dtype=np.float32)
 
     def analysis(self, conversation: ConversationInput, *, gist: bool = True) -> Analysis:
-        """The detectors' findings (memoized by content), with the gist's problem and resolution unless
-        `gist=False` (the detectors alone, no model call)."""
+        """The detectors' findings (memoized by content for the whole process, see `memo`), with the gist's
+        problem and resolution unless `gist=False` (the detectors alone, no model call)."""
         h = hashlib.sha256()
         h.update(conversation.dialogue_id.encode("utf-8", "replace"))
         for t in conversation.turns:
             h.update(b"\x00" + t.role.encode() + b"\x01" + t.speaker.encode("utf-8", "replace") + b"\x02"
                      + t.text.encode("utf-8", "replace"))
-        key = h.hexdigest()
-        with self._lock:
-            an = self._cache.get(key)
-            if an is not None:
-                self._cache.move_to_end(key)
+        # the gist's choices depend on the model's vectors: one memo entry per model
+        key = f"{self.embedder.model_name}|{h.hexdigest()}"
+        an = _ANALYSES.get(key)
         if an is None:
             an = analyze([(t.role, t.text) for t in conversation.turns])
             an.speakers = [t.speaker for t in conversation.turns]
-            with self._lock:
-                self._cache[key] = an
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        if gist and not an.gist_applied:
+            an = _ANALYSES.put(key, an, sum(len(t.text) for t in conversation.turns))
+        if gist and not an.gist_applied:  # two threads may both apply it: the same findings, set last
             apply_gist(an, self._encode)
         return an
 

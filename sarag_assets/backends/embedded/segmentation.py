@@ -35,12 +35,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sarag_assets.backends.embedded.analysis import analyze
+from sarag_assets.backends.embedded.memo import TextBoundedMemo
 from sarag_assets.backends.embedded.cues import (
     cause_clause,
     confirmation,
@@ -347,52 +346,7 @@ def _opens_unit(subst: list[_Sent], agent_asked: bool, agent_closed: bool, agent
 # ---------------------------------------------------------------------------------------------------
 # preparation (shared by both functions, cached)
 
-class _PreparedCache:
-    """Preparations by content, least recently used out first, bounded by the characters of text they
-    hold. pseudo_documents and then dialogue_graphs prepare the same partition's conversations in the same
-    order in one process (`ingest_batch_job`), so a cache smaller than the partition would miss on every
-    one of them the second time. A preparation takes ~25 bytes per character of its text (measured on
-    generated and forum conversations): 10 million characters are ~250 MB, a partition of 5,000 (the default
-    batch size) conversations of 2,000 characters."""
-
-    def __init__(self, max_chars: int = 10_000_000):
-        self.max_chars = max_chars
-        self._items: "OrderedDict[str, tuple[_Prepared, int]]" = OrderedDict()
-        self._chars = 0
-        self._lock = threading.Lock()
-
-    def get(self, key: str) -> "_Prepared | None":
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is None:
-                return None
-            self._items.move_to_end(key)
-            return hit[0]
-
-    def put(self, key: str, prepared: "_Prepared") -> None:
-        chars = sum(len(t.text or "") for t in prepared.conv.turns)
-        with self._lock:
-            if key in self._items:
-                return
-            self._items[key] = (prepared, chars)
-            self._chars += chars
-            while self._chars > self.max_chars and len(self._items) > 1:
-                self._chars -= self._items.popitem(last=False)[1][1]
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-            self._chars = 0
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    @property
-    def chars(self) -> int:
-        return self._chars
-
-
-_CACHE = _PreparedCache()
+_CACHE: "TextBoundedMemo[_Prepared]" = TextBoundedMemo()  # pseudo_documents, then dialogue_graphs
 
 
 def _key(conv: ConversationInput) -> str:
@@ -427,8 +381,7 @@ def _prepare(conv: ConversationInput) -> _Prepared:
         c.echo = sum(1 for w in st if df[w] > 1)
     units = _segment(turns, by_turn)
     prepared = _Prepared(conv=conv, sents=sents, by_turn=by_turn, units=units, analysis=analysis)
-    _CACHE.put(key, prepared)
-    return prepared
+    return _CACHE.put(key, prepared, sum(len(t.text or "") for t in conv.turns))
 
 
 

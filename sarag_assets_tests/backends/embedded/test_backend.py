@@ -288,15 +288,39 @@ def test_decide_governance_carries_the_backend(backend, real_conversations):
 
 
 def test_deterministic(backend, real_conversations):
-    fresh = EmbeddedBackend()
+    from sarag_assets.backends.embedded import backend as backend_module
+
     metadata = md(
         col("problem", "string", "The problem the user reports.", "problem"),
         col("customer_issue", "string", "Short description of the customer's issue."),
         col("order_id", "string", "The order ID.", "identifier"),
     )
-    for conv in real_conversations[:6] + [ROUTER, REFUND]:
-        assert backend.candidate_schema(conv).model_dump() == fresh.candidate_schema(conv).model_dump()
-        assert backend.extract_row(conv, metadata).model_dump() == fresh.extract_row(conv, metadata).model_dump()
+    conversations = real_conversations[:6] + [ROUTER, REFUND]
+    first = [(backend.candidate_schema(c).model_dump(), backend.extract_row(c, metadata).model_dump())
+             for c in conversations]
+    backend_module._ANALYSES.clear()  # the fresh backend analyses everything again
+    fresh = EmbeddedBackend()
+    assert [(fresh.candidate_schema(c).model_dump(), fresh.extract_row(c, metadata).model_dump())
+            for c in conversations] == first
+
+
+def test_the_steps_backends_share_one_analysis_per_conversation_and_model(monkeypatch):
+    """Each step opens its own backend; in one process the detectors run once per conversation. The
+    gist depends on the model's vectors, so another model has its own analyses."""
+    from sarag_assets.backends.embedded import backend as backend_module
+    from sarag_assets.core.encoding.embedder import Embedder
+
+    analysed = []
+    real = backend_module.analyze
+    monkeypatch.setattr(backend_module, "analyze", lambda turns: analysed.append(1) or real(turns))
+    monkeypatch.setattr(backend_module, "_ANALYSES", backend_module.TextBoundedMemo())
+    schemas_step, rows_step = EmbeddedBackend(), EmbeddedBackend()
+    first = schemas_step.analysis(ROUTER)
+    assert first.gist_applied and rows_step.analysis(ROUTER) is first and analysed == [1]
+    other_model = EmbeddedBackend(Embedder("another-model")).analysis(ROUTER, gist=False)  # no model call
+    assert other_model is not first and analysed == [1, 1]
+    edited = ROUTER.model_copy(update={"turns": ROUTER.turns[:-1]})
+    assert rows_step.analysis(edited, gist=False) is not first and len(analysed) == 3
 
 
 def test_generated_conversations_pass_the_gates(backend):

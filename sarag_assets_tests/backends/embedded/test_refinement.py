@@ -18,6 +18,7 @@ from sarag_assets.backends.embedded.phrasing import (
     _query,
 )
 from sarag_assets.backends.embedded.pseudo_documents import pseudo_documents
+from sarag_assets.backends.embedded.memo import TextBoundedMemo
 from sarag_assets.backends.embedded.segmentation import _CACHE
 from sarag_assets.core.structuring.interface import (
     ConversationInput,
@@ -528,7 +529,7 @@ def test_the_second_step_finds_a_whole_partition_prepared(monkeypatch, embedder)
         dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
     assert len(analysed) == 600
 
-    small = segmentation._PreparedCache(max_chars=200)
+    small = TextBoundedMemo(max_chars=200)
     monkeypatch.setattr(segmentation, "_CACHE", small)
     for c in conversations[:10]:
         segmentation._prepare(c)
