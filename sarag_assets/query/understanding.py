@@ -30,6 +30,7 @@ from sarag_assets.core.indices.table_values import (
     tokens,
     version_parts,
 )
+from sarag_assets.core.ingest.markup import plain_text
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
@@ -156,7 +157,8 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
             raise QueryError(f"turn {i} is a {type(turn).__name__}, expected {{speaker, text}}")
         if not isinstance(text, str):
             raise QueryError(f"turn {i} has no text")
-        parsed.append((str(speaker or "user"), text[:MAX_QUERY_CHARS]))
+        # as the corpus was read at ingest: a pasted HTML ticket is the text its reader saw
+        parsed.append((str(speaker or "user"), plain_text(text[:MAX_QUERY_CHARS])))
     if not any(text.strip() for _, text in parsed):
         raise QueryError("the query is empty")
     return Query(_weigh(parsed))

@@ -1,7 +1,8 @@
 """Turning a parsed batch into `raw_dialogues` and `quarantine` frames. No Dagster imports.
 
-Speakers are anonymized per conversation (`user1`, `agent1`, ... in order of first appearance) and
-personal data in the text is replaced by placeholders before anything downstream sees it.
+Speakers are anonymized per conversation (`user1`, `agent1`, ... in order of first appearance), HTML
+and character references are rendered as the reader saw them (`markup`), and personal data in the text
+is replaced by placeholders before anything downstream sees it.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import polars as pl
 
 from sarag_assets.core.conversation import Conversation, ParsedFile, displayable
 from sarag_assets.core.ingest.landing import BatchManifest
+from sarag_assets.core.ingest.markup import plain_text
 from sarag_assets.core.ingest.redaction import Redactor
 from sarag_assets.core.warehouse import conform, polars_schema
 
@@ -69,7 +71,7 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
                 "turn_index": index,
                 "role": turn.role,
                 "speaker": anon[f"{turn.role}\x00{turn.speaker}"],
-                "text": redactor.redact(displayable(turn.text), placeholders),
+                "text": redactor.redact(displayable(plain_text(turn.text)), placeholders),
                 "ts": parse_timestamp(turn.ts),
                 "content_hash": content_hash,
             }
