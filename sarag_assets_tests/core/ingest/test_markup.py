@@ -56,3 +56,28 @@ def test_a_pasted_html_ticket_is_searched_as_text():
 
     query = read_query([{"speaker": "user", "text": FORUM_QUESTION}])
     assert query.turns[0].text.startswith("My Acme Hub drops Wi\u2011Fi every evening & the log")
+
+
+def test_a_corpus_exported_as_html_reads_back_as_its_lines(tmp_path):
+    """The evaluation's HTML export of an out-of-domain corpus, read back at ingest: every turn's
+    non-empty lines, list markers aside and runs of spaces read as one, come back as written."""
+    import json
+    import re
+
+    from sarag_assets.evaluation.html_export import export
+    from sarag_assets_tests.paths import TEST_DATA
+
+    source = TEST_DATA / "ood" / "smarthome" / "corpus.jsonl"
+    out = tmp_path / "html.jsonl"
+    assert export(source, out) == sum(1 for line in source.open() if line.strip())
+    marker = re.compile(r"^(?:[-*•]|\d+[.)])\s+")
+    turns = 0
+    for plain, exported in zip(source.open(), out.open()):
+        for a, b in zip(json.loads(plain)["turns"], json.loads(exported)["turns"]):
+            assert b["text"].startswith(("<p>", "<ul>")) or not a["text"].strip()
+            # as a browser shows it: runs of spaces are one
+            expected = [marker.sub("", re.sub(r"\s+", " ", line.strip())) for line in a["text"].split("\n")
+                        if line.strip()]
+            assert [marker.sub("", line) for line in plain_text(b["text"]).split("\n")] == expected
+            turns += 1
+    assert turns > 500
