@@ -3,9 +3,10 @@
 The steps of one partition (`candidate_schemas`, `validated_rows`, `pseudo_documents`, `dialogue_graphs`)
 read the same conversations in one process under the in-process executor, each with its own backend; a
 memo per backend, or one bounded by a count smaller than the partition, would repeat the detectors for
-every conversation in every step. A conversation's findings take about 25 bytes per character of its
-text (measured on generated and forum conversations): 10 million characters are about 250 MB, a partition
-of 5,000 (the default batch size) conversations of 2,000 characters."""
+every conversation in every step. The segmentation's preparation of a conversation (its analysis and
+more) took about 25 bytes per character of its text (measured on generated and forum conversations):
+10 million characters are at most about 250 MB per memo, a partition of 5,000 (the default batch size)
+conversations of 2,000 characters."""
 
 from __future__ import annotations
 
