@@ -1,8 +1,9 @@
 """Turning a parsed batch into `raw_dialogues` and `quarantine` frames. No Dagster imports.
 
 Speakers are anonymized per conversation (`user1`, `agent1`, ... in order of first appearance), HTML
-and character references are rendered as the reader saw them (`markup`), and personal data in the text
-is replaced by placeholders before anything downstream sees it.
+and character references are rendered as the reader saw them (`markup`), a reply's quotation of earlier
+turns is left out (`quoting`), and personal data in the text is replaced by placeholders before anything
+downstream sees it.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 from sarag_assets.core.conversation import Conversation, ParsedFile, displayable
 from sarag_assets.core.ingest.landing import BatchManifest
 from sarag_assets.core.ingest.markup import plain_text
+from sarag_assets.core.ingest.quoting import without_quotations
 from sarag_assets.core.ingest.redaction import Redactor
 from sarag_assets.core.warehouse import conform, polars_schema
 
@@ -63,15 +65,16 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
     placeholders = {t.speaker: anon[f"{t.role}\x00{t.speaker}"] for t in conversation.turns}
     redactor = Redactor(names + list(placeholders), enabled=redact)
     content_hash = conversation.content_hash()
+    texts = without_quotations([displayable(plain_text(turn.text)) for turn in conversation.turns])
     rows = []
-    for index, turn in enumerate(conversation.turns):
+    for index, (turn, text) in enumerate(zip(conversation.turns, texts)):
         rows.append(
             {
                 "dialogue_id": conversation.dialogue_id,
                 "turn_index": index,
                 "role": turn.role,
                 "speaker": anon[f"{turn.role}\x00{turn.speaker}"],
-                "text": redactor.redact(displayable(plain_text(turn.text)), placeholders),
+                "text": redactor.redact(text, placeholders),
                 "ts": parse_timestamp(turn.ts),
                 "content_hash": content_hash,
             }

@@ -64,7 +64,7 @@ def test_a_corpus_exported_as_html_reads_back_as_its_lines(tmp_path):
     import json
     import re
 
-    from sarag_assets.evaluation.html_export import export
+    from sarag_assets.evaluation.corpus_exports import export
     from sarag_assets_tests.paths import TEST_DATA
 
     source = TEST_DATA / "ood" / "smarthome" / "corpus.jsonl"
