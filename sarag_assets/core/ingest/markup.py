@@ -59,9 +59,10 @@ class _Renderer(HTMLParser):
         self.parts: list[str] = []
         self.hidden = 0
         self.pre = 0
+        self.quoted = 0  # blockquotes open: their lines are marked "> ", as a mail client quotes
 
     def _break(self, text: str = "\n") -> None:
-        self.parts.append(text)
+        self.parts.append(text.replace("\n", "\n" + "> " * self.quoted))
 
     def handle_starttag(self, tag, attrs):
         if tag in _HIDDEN:
@@ -76,6 +77,9 @@ class _Renderer(HTMLParser):
             alt = dict(attrs).get("alt")
             if alt:
                 self.parts.append(f" {alt} ")
+        elif tag == "blockquote":
+            self.quoted += 1
+            self._break()
         elif tag in _BLOCKS:
             self._break()
         if tag == "pre":
@@ -89,6 +93,9 @@ class _Renderer(HTMLParser):
     def handle_endtag(self, tag):
         if tag in _HIDDEN:
             self.hidden = max(self.hidden - 1, 0)
+        elif tag == "blockquote":
+            self.quoted = max(self.quoted - 1, 0)
+            self._break()
         elif tag in _BLOCKS or tag == "li":
             self._break()
         if tag == "pre":
@@ -97,20 +104,22 @@ class _Renderer(HTMLParser):
     def handle_data(self, data):
         if self.hidden:
             return
-        # outside <pre>, white space in HTML is one space wherever it falls
-        self.parts.append(data if self.pre else re.sub(r"\s+", " ", data))
+        if self.pre:
+            self.parts.append(data.replace("\n", "\n" + "> " * self.quoted))
+        else:  # outside <pre>, white space in HTML is one space wherever it falls
+            self.parts.append(re.sub(r"\s+", " ", data))
 
 
 def html_to_text(text: str) -> str:
     """HTML rendered as lines of text: blocks and ``<br>`` end lines (empty lines dropped), list items
-    start with "- ", table cells are separated by " | ", links keep their text, images their alt text,
-    scripts and styles go."""
+    start with "- ", a blockquote's lines with "> " (as a mail client quotes), table cells are separated
+    by " | ", links keep their text, images their alt text, scripts and styles go."""
     renderer = _Renderer()
     renderer.feed(text)
     renderer.close()
     lines = (re.sub(r"[ \t]{2,}", " ", line).strip().removeprefix("| ")
              for line in "".join(renderer.parts).split("\n"))
-    return "\n".join(line for line in lines if line)
+    return "\n".join(line for line in lines if line.strip("> "))
 
 
 def plain_text(text: str) -> str:

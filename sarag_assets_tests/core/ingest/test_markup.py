@@ -20,6 +20,10 @@ def test_a_forum_post_in_html_is_read_as_its_reader_saw_it():
     assert plain_text("<table><tr><th>model</th><th>fw</th></tr><tr><td>AX3000</td><td>1.2</td></tr></table>") \
         == "model | fw\nAX3000 | 1.2"
     assert plain_text('<p>see <img src="x.png" alt="the error dialog"></p>') == "see the error dialog"
+    # a quoted post (Discourse's markup) is marked as a mail client marks a quotation
+    assert plain_text('<aside class="quote"><div class="title">Lena:</div><blockquote><p>Update to 2.4.1.</p>'
+                      '<p>Then restart.</p></blockquote></aside><p>Did that.</p>') \
+        == "Lena:\n> Update to 2.4.1.\n> Then restart.\nDid that."
     # Stack Exchange escapes code inside the markup: it comes back as written
     assert plain_text("<p>I added <code>&lt;div class=&quot;x&quot;&gt;</code> and it broke</p>") \
         == 'I added <div class="x"> and it broke'

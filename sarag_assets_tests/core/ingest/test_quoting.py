@@ -64,3 +64,15 @@ def test_a_corpus_exported_as_quoting_email_reads_back_as_written(tmp_path):
         assert read == [displayable(plain_text(t)) for t in originals]
         turns += len(read)
     assert turns == 702  # every turn of the 66 conversations
+
+
+def test_a_forum_reply_quoting_a_post_in_html_keeps_its_own_words():
+    answer = "<p>Update the hub to 2.4.1 from the admin page.</p><p>Then restart it.</p>"
+    reply = ('<aside class="quote"><div class="title">lena:</div><blockquote><p>Then restart it.</p>'
+             "</blockquote></aside><p>Did that twice, it still drops every evening.</p>")
+    conversation = Conversation("f-1", (Turn("anna", "user", QUESTION), Turn("lena", "agent", answer),
+                                        Turn("anna", "user", reply)), position=1)
+    texts = [row["text"] for row in conversation_rows(conversation, redact=False)]
+    # a three-word quotation: marked by the blockquote, so it goes with its heading
+    assert texts[2] == "Did that twice, it still drops every evening."
+    assert texts[1] == "Update the hub to 2.4.1 from the admin page.\nThen restart it."
