@@ -7,10 +7,10 @@ the replier's own, so an asker's reply quoting the helper's steps lends them to 
 quote counts the same words twice for search. A passage (lines between blank lines, "> "-marked lines
 apart from unmarked ones) is a quotation when the words of each of its lines occur in that order in one
 earlier turn of the conversation, and it is either marked "> " or at least `MIN_QUOTED_WORDS` words
-long: a short phrase said again ("still not working") stays. The header right above
-a quotation goes with it, in whatever language it is written: contiguous lines ending in an attribution
-("...:"), or holding a rule of dashes or underscores, or three "key: value" lines or more. Nothing else of the turn changes, and a turn that is nothing but
-a quotation stays whole.
+long: a short phrase said again ("still not working") stays. The header right above a quotation goes
+with it, in whatever language it is written: contiguous lines ending in an attribution ("...:"), or
+holding a rule of dashes or underscores, or three "key: value" lines or more. Nothing else of the turn
+changes, and a turn that is nothing but a quotation stays whole.
 """
 
 from __future__ import annotations
@@ -45,12 +45,33 @@ def _header_line(line: str) -> bool:
 
 def without_quotations(texts: list[str]) -> list[str]:
     """Each turn's text without the passages that quote an earlier turn (see the module docstring)."""
-    earlier: list[str] = []
+    earlier = _Earlier()
     out: list[str] = []
     for text in texts:
-        out.append(_unquoted(text, earlier) if earlier else text)
-        earlier.append(_words(text))
+        out.append(_unquoted(text, earlier) if earlier.turns else text)
+        earlier.add(text)
     return out
+
+
+class _Earlier:
+    """The words of the earlier turns, with their word triples: a line holding a triple no earlier turn
+    has is no quotation, which settles most lines without searching the text (long threads stay linear)."""
+
+    def __init__(self):
+        self.turns: list[str] = []
+        self.triples: set[tuple[str, ...]] = set()
+
+    def add(self, text: str) -> None:
+        words = _words(text)
+        self.turns.append(words)
+        tokens = words.split()
+        self.triples.update(zip(tokens, tokens[1:], tokens[2:]))
+
+    def hold(self, words: str) -> bool:
+        tokens = words.split()
+        if any(t not in self.triples for t in zip(tokens, tokens[1:], tokens[2:])):
+            return False
+        return any(words in turn for turn in self.turns)
 
 
 def _passages(lines: list[str]) -> list[tuple[int, int]]:
@@ -94,7 +115,7 @@ def _header_start(lines: list[str], start: int) -> int:
     return start
 
 
-def _unquoted(text: str, earlier: list[str]) -> str:
+def _unquoted(text: str, earlier: _Earlier) -> str:
     lines = text.split("\n")
     drop = [False] * len(lines)
     for start, end in _passages(lines):
@@ -104,7 +125,7 @@ def _unquoted(text: str, earlier: list[str]) -> str:
         content = [w for w in (_words(lines[k]) for k in range(body, end)) if w.strip()]
         # lines marked "> " say they quote; unmarked ones must be long enough not to be words said again
         enough = bool(_QUOTE_MARKS.match(lines[start])) or sum(len(w.split()) for w in content) >= MIN_QUOTED_WORDS
-        if content and enough and all(any(w in turn for turn in earlier) for w in content):
+        if content and enough and all(earlier.hold(w) for w in content):
             for k in range(_header_start(lines, start), end):
                 drop[k] = True
     kept = "\n".join(line for line, gone in zip(lines, drop) if not gone).strip()
