@@ -123,7 +123,8 @@ def html_to_text(text: str) -> str:
 
 
 def plain_text(text: str) -> str:
-    """The turn as its reader saw it (see the module docstring)."""
+    """The turn as its reader saw it (see the module docstring). Markup that shows no text (an image
+    without alt text) stays as written: no turn becomes empty."""
     if is_html(text):
-        return html_to_text(text)
+        return html_to_text(text) or text
     return decode_references(text)

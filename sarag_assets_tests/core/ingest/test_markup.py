@@ -41,6 +41,13 @@ def test_text_that_is_not_markup_stays_as_written(text):
     assert plain_text(text) == text
 
 
+def test_markup_that_shows_no_text_stays_as_written():
+    assert plain_text('<p><img src="x.png"></p>') == '<p><img src="x.png"></p>'
+    conversation = Conversation("img", (Turn("a", "user", "My screen shows this:"),
+                                        Turn("a", "user", "<p><img src='x.png'></p><br>")), position=1)
+    assert all(row["text"].strip() for row in conversation_rows(conversation, redact=True))
+
+
 def test_character_references_alone_are_decoded():
     assert plain_text("app &amp; website, it&#39;s &#x2014; &quot;down&quot;") == "app & website, it's \u2014 \"down\""
     assert plain_text("&notareference; &amp") == "&notareference; &amp"
