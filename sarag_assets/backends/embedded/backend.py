@@ -49,10 +49,11 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
-from sarag_assets.backends.embedded.analysis import analyze
+from sarag_assets.backends.embedded.analysis import analyzed
 from sarag_assets.backends.embedded.columns import (
     _CORE_MEANINGS,
     _FREE_TEXT_MIN,
@@ -143,8 +144,9 @@ class EmbeddedBackend:
         key = f"{self.embedder.model_name}|{h.hexdigest()}"
         an = _ANALYSES.get(key)
         if an is None:
-            an = analyze([(t.role, t.text) for t in conversation.turns])
-            an.speakers = [t.speaker for t in conversation.turns]
+            # the detectors' shared output, copied: the gist replaces this copy's findings
+            an = replace(analyzed([(t.role, t.text) for t in conversation.turns]),
+                         speakers=[t.speaker for t in conversation.turns])
             an = _ANALYSES.put(key, an, sum(len(t.text) for t in conversation.turns))
         if gist and not an.gist_applied:  # two threads may both apply it: the same findings, set last
             apply_gist(an, self._encode)

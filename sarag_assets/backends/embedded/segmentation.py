@@ -24,8 +24,9 @@ unit's first user turn, ``turn_end`` the turn before the next unit starts (the l
 end). Every conversation gets at least one node (a conversation where no turn states an issue: one
 unit from the first user turn; with no user turn: one unit with an empty issue and the agent's words).
 
-Speed: one `analyze` pass and a few regular expressions per sentence, shared by both
-functions through a small LRU cache keyed by the conversation's content; the embedder is called once,
+Speed: one `analyze` pass (the backend's own when the display text is the text, `analysis.analyzed`)
+and a few regular expressions per sentence, shared by both functions through a memo keyed by the
+conversation's content; the embedder is called once,
 and only for conversations with two or more units whose edges need a similarity (about one in seven);
 `dialogue_graph_texts` lists those texts without encoding them, so that a batch's texts can be encoded
 in one call first (the embedded backend's `prepare`).
@@ -38,7 +39,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from sarag_assets.backends.embedded.analysis import analyze
+from sarag_assets.backends.embedded.analysis import analyzed
 from sarag_assets.backends.embedded.memo import TextBoundedMemo
 from sarag_assets.backends.embedded.cues import (
     cause_clause,
@@ -362,7 +363,7 @@ def _prepare(conv: ConversationInput) -> _Prepared:
     if hit is not None:
         return hit
     turns = [(t.role, _display(t.text)) for t in conv.turns]
-    analysis = analyze(turns)
+    analysis = analyzed(turns)  # the backend's steps have usually analysed this text already
     sents: list[_Sent] = []
     by_turn: dict[int, list[_Sent]] = {}
     for s in analysis.sentences:

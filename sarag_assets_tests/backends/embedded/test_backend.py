@@ -288,6 +288,7 @@ def test_decide_governance_carries_the_backend(backend, real_conversations):
 
 
 def test_deterministic(backend, real_conversations):
+    from sarag_assets.backends.embedded import analysis as analysis_module
     from sarag_assets.backends.embedded import backend as backend_module
 
     metadata = md(
@@ -299,6 +300,7 @@ def test_deterministic(backend, real_conversations):
     first = [(backend.candidate_schema(c).model_dump(), backend.extract_row(c, metadata).model_dump())
              for c in conversations]
     backend_module._ANALYSES.clear()  # the fresh backend analyses everything again
+    analysis_module._DETECTED.clear()
     fresh = EmbeddedBackend()
     assert [(fresh.candidate_schema(c).model_dump(), fresh.extract_row(c, metadata).model_dump())
             for c in conversations] == first
@@ -306,21 +308,27 @@ def test_deterministic(backend, real_conversations):
 
 def test_the_steps_backends_share_one_analysis_per_conversation_and_model(monkeypatch):
     """Each step opens its own backend; in one process the detectors run once per conversation. The
-    gist depends on the model's vectors, so another model has its own analyses."""
+    gist depends on the model's vectors, so another model has its own gist over the same detectors'
+    output, and that output is never changed by a gist."""
+    from sarag_assets.backends.embedded import analysis as analysis_module
     from sarag_assets.backends.embedded import backend as backend_module
     from sarag_assets.core.encoding.embedder import Embedder
 
     analysed = []
-    real = backend_module.analyze
-    monkeypatch.setattr(backend_module, "analyze", lambda turns: analysed.append(1) or real(turns))
+    real = analysis_module.analyze
+    monkeypatch.setattr(analysis_module, "analyze", lambda turns: analysed.append(1) or real(turns))
+    monkeypatch.setattr(analysis_module, "_DETECTED", analysis_module.TextBoundedMemo())
     monkeypatch.setattr(backend_module, "_ANALYSES", backend_module.TextBoundedMemo())
     schemas_step, rows_step = EmbeddedBackend(), EmbeddedBackend()
     first = schemas_step.analysis(ROUTER)
     assert first.gist_applied and rows_step.analysis(ROUTER) is first and analysed == [1]
     other_model = EmbeddedBackend(Embedder("another-model")).analysis(ROUTER, gist=False)  # no model call
-    assert other_model is not first and analysed == [1, 1]
+    assert other_model is not first and not other_model.gist_applied and analysed == [1]
+    detected = analysis_module.analyzed([(t.role, t.text) for t in ROUTER.turns])
+    assert not detected.gist_applied and detected.findings is not first.findings
+    assert [f.signal for f in detected.findings] == [f.signal for f in other_model.findings]
     edited = ROUTER.model_copy(update={"turns": ROUTER.turns[:-1]})
-    assert rows_step.analysis(edited, gist=False) is not first and len(analysed) == 3
+    assert rows_step.analysis(edited, gist=False) is not first and analysed == [1, 1]
 
 
 def test_generated_conversations_pass_the_gates(backend):

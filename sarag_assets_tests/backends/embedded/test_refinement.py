@@ -515,11 +515,12 @@ def test_deterministic_and_independent_of_the_cache(embedder):
 def test_the_second_step_finds_a_whole_partition_prepared(monkeypatch, embedder):
     """pseudo_documents then dialogue_graphs on 600 conversations (above the 256 an LRU by count held): each
     conversation is analysed once. A cache over its character budget drops the least recently used."""
-    from sarag_assets.backends.embedded import segmentation
+    from sarag_assets.backends.embedded import analysis, segmentation
 
     analysed = []
-    real = segmentation.analyze
-    monkeypatch.setattr(segmentation, "analyze", lambda turns: analysed.append(1) or real(turns))
+    real = analysis.analyze
+    monkeypatch.setattr(analysis, "analyze", lambda turns: analysed.append(1) or real(turns))
+    monkeypatch.setattr(analysis, "_DETECTED", TextBoundedMemo())
     conversations = [conv(f"p{i}", U(f"My Nimbus {i} stops after {i} minutes."), A("Rinse the filter and let it dry."))
                      for i in range(600)]
     _CACHE.clear()
@@ -536,9 +537,31 @@ def test_the_second_step_finds_a_whole_partition_prepared(monkeypatch, embedder)
     held = sum(len(t.text) for t in conversations[0].turns)
     assert small.chars <= 200 and len(small) == 200 // held
     assert segmentation._prepare(conversations[9]) is segmentation._prepare(conversations[9])  # the newest stays
-    analysed.clear()
-    segmentation._prepare(conversations[0])  # the oldest went first
-    assert analysed == [1]
+    assert small.get(segmentation._key(conversations[0])) is None  # the oldest went first
+    assert small.get(segmentation._key(conversations[9])) is not None
+
+
+def test_the_segmentation_reads_the_backends_analysis_of_the_same_text(monkeypatch):
+    """The display text of most turns is their text: then the segmentation does not run the detectors the
+    backend's steps ran already. A turn whose display text differs (a URL dropped) is analysed anew."""
+    from sarag_assets.backends.embedded import analysis, segmentation
+    from sarag_assets.backends.embedded.backend import EmbeddedBackend
+
+    analysed = []
+    real = analysis.analyze
+    monkeypatch.setattr(analysis, "analyze", lambda turns: analysed.append(1) or real(turns))
+    monkeypatch.setattr(analysis, "_DETECTED", TextBoundedMemo())
+    monkeypatch.setattr(segmentation, "_CACHE", TextBoundedMemo())
+    plain = conv("plain", U("My Nimbus vacuum stops after two minutes."), A("Rinse the filter and let it dry for a day."))
+    linked = conv("linked", U("My Nimbus vacuum stops, see https://example.com/video"), A("Rinse the filter."))
+    backend = EmbeddedBackend()
+    for c in (plain, linked):
+        backend.analysis(c, gist=False)
+    assert analysed == [1, 1]
+    assert segmentation._prepare(plain).analysis is analysis.analyzed([(t.role, t.text) for t in plain.turns])
+    assert analysed == [1, 1]
+    segmentation._prepare(linked)
+    assert analysed == [1, 1, 1]
 
 
 # --------------------------------------------------------------------------------------------------
