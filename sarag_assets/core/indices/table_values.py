@@ -35,7 +35,8 @@ class TableValues:
     """Short cell values of the governed table, looked up by the word n-grams of a text.
 
     Built from (dialogue_id, column, value) cells of the current rows. A value is kept when it is short
-    (at most `MAX_VALUE_TOKENS` words and `MAX_VALUE_CHARS` characters), is not a bare common word of
+    (at most `MAX_VALUE_TOKENS` words and `MAX_VALUE_CHARS` characters) in a column whose cells are
+    mostly that short (not a column of free text, such as the problem), is not a bare common word of
     the queries' language (at least one token with a digit, or at least 3 characters), and is held by at
     most `MAX_VALUE_SHARE` of the rows (values like "yes" or a product everyone has do not pick rows).
     """
@@ -45,14 +46,24 @@ class TableValues:
         wanted = set(columns) if columns is not None else None
         rows_by_value: dict[tuple[str, str], set[str]] = defaultdict(set)
         stored: dict[tuple[str, str], str] = {}
+        short: dict[str, list[bool]] = defaultdict(list)
+        fitting = []
         for dialogue_id, column, value in cells:
             if value is None or (wanted is not None and column not in wanted) or isinstance(value, bool):
                 continue
             text = str(value).strip()
-            if not text or len(text) > MAX_VALUE_CHARS:
+            if not text:
                 continue
             toks = tokens(text)
-            if not toks or len(toks) > MAX_VALUE_TOKENS:
+            fits = len(text) <= MAX_VALUE_CHARS and 0 < len(toks) <= MAX_VALUE_TOKENS
+            short[column].append(fits)
+            if fits:
+                fitting.append((dialogue_id, column, text, toks))
+        # a column whose cells are mostly longer holds text: its short cells are short sentences
+        # ("check my seat assignment" as a problem), which the text channels read already
+        text_columns = {c for c, fits in short.items() if 2 * sum(fits) < len(fits)}
+        for dialogue_id, column, text, toks in fitting:
+            if column in text_columns:
                 continue
             if len(toks) == 1 and not any(ch.isdigit() for ch in toks[0]) and len(toks[0]) < 3:
                 continue

@@ -33,3 +33,19 @@ def test_cells_are_read_from_the_wide_table_as_text(tmp_path):
             [("a", "product", "X1"), ("a", "count", "3"), ("b", "count", "4")], 2)
     with duckdb.connect(str(tmp_path / "empty.duckdb")) as con:
         assert table_cells(con, ["product"]) == ([], 0)
+
+
+def test_a_short_cell_of_a_free_text_column_is_no_value():
+    """Most problems are sentences: the one written in four words is a short sentence, not a name to
+    filter rows by. The same four words in a column of names are a value."""
+    problems = [(f"p{i}", "problem", f"the router {i} drops the connection every evening since the update")
+                for i in range(3)]
+    cells = problems + [("s", "problem", "check my seat assignment"), ("s", "product", "Seat Planner Pro"),
+                        ("t", "product", "check my seat assignment")]
+    lexicon = ValueLexicon(cells, 20)
+    assert lexicon.rows("problem", "check my seat assignment") == frozenset()
+    assert lexicon.rows("product", "check my seat assignment") == {"t"}
+    assert lexicon.rows("product", "seat planner pro") == {"s"}
+    # half short or more: the column holds values
+    halves = [("a", "problem", "check my seat assignment"), ("b", "problem", problems[0][2])]
+    assert ValueLexicon(halves, 20).rows("problem", "check my seat assignment") == {"a"}
