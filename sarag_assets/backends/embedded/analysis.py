@@ -5,7 +5,6 @@ cause), each with the turn, role and sentence it came from.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import replace
 from typing import Sequence
@@ -13,7 +12,7 @@ from typing import Sequence
 from sarag_assets.backends.embedded.codes import find_error_codes, find_error_messages, find_models
 from sarag_assets.backends.embedded.cues import instruction_score, problem_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
-from sarag_assets.backends.embedded.memo import TextBoundedMemo
+from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
 from sarag_assets.backends.embedded.outcomes import _attempts_and_escalation, _resolution, _root_cause
 from sarag_assets.backends.embedded.products import _PRODUCT_SLOT, product_candidates
 from sarag_assets.backends.embedded.quantities import (
@@ -138,10 +137,7 @@ def analyzed(turns: Sequence[tuple[str, str]]) -> Analysis:
     """`analyze`, once per process for the same (role, text) turns: the backend's steps read the raw
     text and the segmentation its display text, which for most conversations is the same text. The
     result is shared: callers copy it before changing it (the backend's gist does)."""
-    h = hashlib.sha256()
-    for role, text in turns:
-        h.update(b"\x00" + role.encode() + b"\x01" + (text or "").encode("utf-8", "surrogatepass"))
-    key = h.hexdigest()
+    key = content_key(*(part for role, text in turns for part in (role, text or "")))
     hit = _DETECTED.get(key)
     if hit is None:
         hit = _DETECTED.put(key, analyze(turns), sum(len(t or "") for _, t in turns))

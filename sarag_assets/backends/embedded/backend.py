@@ -46,7 +46,6 @@ calls cost several times more per text than one large one.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -83,7 +82,7 @@ from sarag_assets.backends.embedded.columns import (
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
 from sarag_assets.backends.embedded.findings import Analysis, Finding
 from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
-from sarag_assets.backends.embedded.memo import TextBoundedMemo
+from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
 from sarag_assets.backends.embedded.text import (
     _STOP,
     SIGNALS,
@@ -135,13 +134,9 @@ class EmbeddedBackend:
     def analysis(self, conversation: ConversationInput, *, gist: bool = True) -> Analysis:
         """The detectors' findings (memoized by content for the whole process, see `memo`), with the gist's
         problem and resolution unless `gist=False` (the detectors alone, no model call)."""
-        h = hashlib.sha256()
-        h.update(conversation.dialogue_id.encode("utf-8", "replace"))
-        for t in conversation.turns:
-            h.update(b"\x00" + t.role.encode() + b"\x01" + t.speaker.encode("utf-8", "replace") + b"\x02"
-                     + t.text.encode("utf-8", "replace"))
         # the gist's choices depend on the model's vectors: one memo entry per model
-        key = f"{self.embedder.model_name}|{h.hexdigest()}"
+        key = content_key(self.embedder.model_name, conversation.dialogue_id,
+                          *(part for t in conversation.turns for part in (t.role, t.speaker, t.text)))
         an = _ANALYSES.get(key)
         if an is None:
             # the detectors' shared output, copied: the gist replaces this copy's findings

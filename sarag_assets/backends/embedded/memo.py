@@ -10,11 +10,21 @@ conversations of 2,000 characters."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from typing import Generic, TypeVar
 
 Value = TypeVar("Value")
+
+
+def content_key(*parts: str) -> str:
+    """A memo key for these strings in this order (each length-prefixed, so no two splits collide)."""
+    h = hashlib.sha256()
+    for part in parts:
+        data = part.encode("utf-8", "surrogatepass")
+        h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
 
 
 class TextBoundedMemo(Generic[Value]):

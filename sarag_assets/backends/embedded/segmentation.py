@@ -34,13 +34,12 @@ in one call first (the embedded backend's `prepare`).
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from sarag_assets.backends.embedded.analysis import analyzed
-from sarag_assets.backends.embedded.memo import TextBoundedMemo
+from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
 from sarag_assets.backends.embedded.cues import (
     cause_clause,
     confirmation,
@@ -351,10 +350,7 @@ _CACHE: "TextBoundedMemo[_Prepared]" = TextBoundedMemo()  # pseudo_documents, th
 
 
 def _key(conv: ConversationInput) -> str:
-    h = hashlib.sha256(conv.dialogue_id.encode("utf-8", "surrogatepass"))
-    for t in conv.turns:
-        h.update(b"\x00" + t.role.encode() + b"\x01" + (t.text or "").encode("utf-8", "surrogatepass"))
-    return h.hexdigest()
+    return content_key(conv.dialogue_id, *(part for t in conv.turns for part in (t.role, t.text or "")))
 
 
 def _prepare(conv: ConversationInput) -> _Prepared:
