@@ -286,9 +286,10 @@ def _apply_corrections(findings: list[Finding]) -> None:
                 target.superseded = True
         if target is not None and f.name in ("version", "model", "error_code", "date", "amount", "quantity") and target.name != f.name:
             f.name = target.name
-        # denied values anywhere earlier never count
-        for g in earlier:
-            if g.value.lower() in same_sentence_denied:
+        # denied values never count where they were said before, in this sentence too ("8.4.0 wait: 9.0.0,
+        # not 8.4.0") or as the answer to a question that the correction amends
+        for g in findings:
+            if g is not f and g.signal == f.signal and g.turn <= f.turn and g.value.lower() in same_sentence_denied:
                 g.superseded = True
 
 

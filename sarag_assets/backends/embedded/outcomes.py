@@ -191,9 +191,21 @@ def _attempts_and_escalation(sentences: list[Sentence]) -> list[Finding]:
     return out
 
 
+def _second_issue(sentences: list[Sentence]) -> tuple[int, int] | None:
+    """(turn, index) of the sentence in which the user, after confirming a fix, raises a second issue
+    ("Works now, thanks! Also, unrelated: ..."): what follows is about that one."""
+    confirmed = next(((s.turn, s.index) for s in sentences if s.role == "user" and confirmation(s.text, "user")[0] > 0), None)
+    if confirmed is None:
+        return None
+    return next(((s.turn, s.index) for s in sentences if s.role == "user" and (s.turn, s.index) > confirmed and _new_issue(s.text)), None)
+
+
 def _root_cause(sentences: list[Sentence], problem_turns: tuple[int, ...]) -> list[Finding]:
     best: tuple[float, Sentence, str] | None = None
+    second = _second_issue(sentences)
     for s in sentences:
+        if second is not None and (s.turn, s.index) >= second:
+            break  # the cause of the second issue is not this row's
         if s.role == "user" and s.turn in problem_turns and not re.search(r"turn(?:s|ed)\s+out|found", s.text, re.I):
             continue  # the user's own guess in the opening statement is part of the problem
         c = cause_clause(s.text)

@@ -289,8 +289,11 @@ def product_candidates(
             if len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name) and (
                 re.search(r"\b(?:hi|hello|hey|dear|thanks|thank\s+you|sorry|me|bye|cheers|regards|welcome|no|yes|ok|okay|oh|well)\s*,?\s*$", body[max(0, start - 14) : start], re.I)
                 or re.match(r"\s*[.!]?\s*$", body[end:]) and not _OWNERSHIP_BEFORE.search(body[max(0, start - 40) : start])
+                and not (turn in answers_product and role == "user")
             ):
-                continue  # "Hi Phil", "... Phil." at the end of a message: a person, not a product ("I'm using Tasklane." is)
+                # "Hi Phil", "... Phil." at the end of a message: a person, not a product ("I'm using Tasklane." is,
+                # and so is the name that ends the reply to "which program is it?": "It says 12.0, Postwise")
+                continue
             if correction and is_negated(body, start, end):
                 denied.add(key)
                 continue

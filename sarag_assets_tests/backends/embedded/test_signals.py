@@ -367,6 +367,32 @@ def test_analyze_spread_facts_and_corrections():
     assert "dropping wifi" in an.problem_text  # the opening, what column relevance is measured against
 
 
+def test_a_value_denied_in_the_sentence_that_first_named_it_never_counts():
+    turns = [
+        ("user", "Playback in the app fails on every title."),
+        ("agent", "What version of the app is it?"),
+        ("user", "8.4.0 waait, i checked again: 9.0.0, not 8.4.0"),
+        ("agent", "Please turn off the VPN while watching."),
+    ]
+    an = analyze(turns)
+    assert [f.value for f in an.findings if f.usable and f.signal == "version"] == ["9.0.0"]
+
+
+def test_the_root_cause_of_a_second_issue_is_not_the_rows():
+    turns = [
+        ("user", "Playback in the music app keeps failing on every title."),
+        ("agent", "Switch off the VPN and that should do it."),
+        ("user", "Confirmed, it's working again. Also, unrelated, the family invite says invalid."),
+        ("agent", "It seems the invitee's account is registered in another country. Please update it and resend."),
+        ("user", "Great, sorted as well."),
+    ]
+    an = analyze(turns)
+    assert an.by_signal("root_cause") == []  # the only cause stated is the second issue's
+    turns[1] = ("agent", "It fails because the VPN makes it look like you are in another region. Switch it off.")
+    an = analyze(turns)
+    assert [f.turn for f in an.by_signal("root_cause")] == [1]  # the first issue's cause, stated before
+
+
 def test_analyze_shape_correction_and_unresolved():
     turns = [
         ("agent", "Hello, how can I help?"),
@@ -603,6 +629,22 @@ def test_product_company_only_where_it_greets():
     ]
     assert product_of(turns) == "Lumo Lights"
     assert product_of([("agent", "Thanks for contacting Comcast!"), ("user", "My internet is down since this morning.")]) is None
+
+
+def test_the_name_that_ends_the_reply_to_which_program_is_the_product():
+    # a lone name at the end of a message is mostly a person ("... Phil."), but not in the reply to
+    # "which program is it?"; the protocol the helper names later is no product either
+    turns = [
+        ("agent", "Hello and welcome to Postwise support. How can I help?"),
+        ("user", "I can't send anything from the email app, it keeps retrying."),
+        ("agent", "What version is installed? Can you tell me which program this is?"),
+        ("user", "It says 12.3.0, Postwise"),
+        ("agent", "The SMTP port is wrong: change it to 587 and pick STARTTLS."),
+        ("user", "That did it, thanks"),
+    ]
+    assert product_of(turns) == "Postwise"
+    assert product_of([("user", "My router drops the connection every hour."), ("agent", "Which model is it?"),
+                       ("user", "the AX3000. Thanks, Phil")]) != "Phil"
 
 
 @pytest.mark.parametrize("salutation", ["Dear Crate & Co team,", "Dear Sir or Madam,", "Sehr geehrtes Nordlicht Team,"])
