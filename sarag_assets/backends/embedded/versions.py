@@ -174,7 +174,10 @@ def find_versions(text: str, *, role: str = "user", instruction: bool = False) -
         if n_parts >= 3 and cue:
             strength = max(strength, 0.95)
         before = _before(text, s, 50)
-        target = role == "agent" and (instruction or bool(_UPDATE_VERBS.search(before)))
+        verbs = _UPDATE_VERBS.findall(before)
+        # "your hub updated to 2.8.1 on Saturday" reports what is installed; "update to 2.8.2" asks for it
+        reported = bool(verbs) and re.fullmatch(r"(?:updat|upgrad)ed", verbs[-1], re.I) is not None and not instruction
+        target = role == "agent" and (instruction or (bool(verbs) and not reported))
         if owner in ("update", "release", "patch", "build"):
             owner = None if owner != "build" else "build"
         if target:

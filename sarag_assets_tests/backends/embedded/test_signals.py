@@ -124,6 +124,10 @@ def test_not_versions(text):
 def test_agent_update_instruction_is_a_target_version():
     hits = find_versions("Please update the app to 6.1.7 from the store.", role="agent", instruction=True)
     assert values(hits) == [("target_version", "6.1.7")]
+    # a fix named without an instruction is one too, but an update the helper reports is what is installed
+    assert values(find_versions("That bug was fixed in 6.1.8.", role="agent")) == [("target_version", "6.1.8")]
+    hits = find_versions("Your hub updated to 2.8.1 on Saturday, which enabled Fast Roaming.", role="agent")
+    assert values(hits) == [("version", "2.8.1")]
 
 
 # --- OS, browsers -----------------------------------------------------------------------------------
