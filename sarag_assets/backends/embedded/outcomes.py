@@ -127,10 +127,9 @@ def _resolution(turns: Sequence[tuple[str, str]], sentences: list[Sentence], ins
     # fix and then raised a second issue ("One more thing: ..."), the verdict is about the first one
     scope = n
     if confirmed is not None:
-        c_turn, c_index = confirmed[1], confirmed[3].index
-        second = next((x.turn for x in sentences if x.role == "user" and (x.turn, x.index) > (c_turn, c_index) and _new_issue(x.text)), None)
+        second = _second_issue(sentences, (confirmed[1], confirmed[3].index))
         if second is not None:
-            scope = second
+            scope = second[0]
     late = [e for e in events if (e[0] >= n * 0.3 or e[0] > min(by_turn, default=n)) and e[0] <= scope]
     user_late = [e for e in late if e[3].role == "user"]
     last_instruction = max((k for k in by_turn if k < scope), default=-1)
@@ -191,10 +190,12 @@ def _attempts_and_escalation(sentences: list[Sentence]) -> list[Finding]:
     return out
 
 
-def _second_issue(sentences: list[Sentence]) -> tuple[int, int] | None:
-    """(turn, index) of the sentence in which the user, after confirming a fix, raises a second issue
-    ("Works now, thanks! Also, unrelated: ..."): what follows is about that one."""
-    confirmed = next(((s.turn, s.index) for s in sentences if s.role == "user" and confirmation(s.text, "user")[0] > 0), None)
+def _second_issue(sentences: list[Sentence], confirmed: tuple[int, int] | None = None) -> tuple[int, int] | None:
+    """(turn, index) of the sentence in which the user, after confirming a fix (at `confirmed`, else at
+    their first "that worked"), raises a second issue ("Works now, thanks! Also, unrelated: ..."): what
+    follows is about that one."""
+    if confirmed is None:
+        confirmed = next(((s.turn, s.index) for s in sentences if s.role == "user" and confirmation(s.text, "user")[0] > 0), None)
     if confirmed is None:
         return None
     return next(((s.turn, s.index) for s in sentences if s.role == "user" and (s.turn, s.index) > confirmed and _new_issue(s.text)), None)
