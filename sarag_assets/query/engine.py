@@ -32,7 +32,8 @@ completely the table holds the named values (rows holding each over the conversa
 conversations not naming the values (right), and above the share ``1 - trust`` of those naming them
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
-embedding of the turns read together (`Query.embedding_text`), encoded by ONNX Runtime
+embedding of the turns read together (`Query.embedding_text`), plus, for a conversation, the latest
+turn's own embedding weighted by how well it finds passages alone (`embed`), encoded by ONNX Runtime
 (`core.encoding.onnx_encoder`; the `encoder_runtime` setting `torch` for sentence-transformers).
 """
 
@@ -60,8 +61,11 @@ from sarag_assets.query.understanding import (
     Query,
     QueryError,
     ValueLexicon,
+    latest_turn_weight,
     normalize,
     read_query,
+    read_together,
+    unit_vector,
     readable_text,
     resolve_contrast,
     resolve_version_direction,
@@ -251,10 +255,19 @@ class Sarag:
         return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:
-        text = readable_text(parsed.embedding_text(), getattr(self.embedder, "fits", None))
-        v = np.asarray(self.embedder.encode([text])[0], dtype=np.float32)
-        norm = float(np.linalg.norm(v))
-        return v / norm if norm > 0 else v
+        """The query vector. A conversation is read twice, as a whole (what "it" and "there" are) and its
+        latest turn alone (what is asked now), and the latest reading joins with `latest_turn_weight`,
+        from each reading's best passage in this home (set on ``parsed.latest_weight``)."""
+        fits = getattr(self.embedder, "fits", None)
+        whole = readable_text(parsed.embedding_text(), fits)
+        latest = readable_text(parsed.latest.strip(), fits)
+        if not parsed.is_conversation or not latest or latest == whole:
+            return unit_vector(self.embedder.encode([whole])[0])
+        whole_v, latest_v = (unit_vector(v) for v in self.embedder.encode([whole, latest]))
+        best = [hits[0][1] if (hits := self.dense.search(CONVERSATION_PASSAGES, v, 1)) else 0.0
+                for v in (whole_v, latest_v)]
+        parsed.latest_weight = latest_turn_weight(*best)
+        return read_together(whole_v, latest_v, parsed.latest_weight)
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
