@@ -65,10 +65,10 @@ from sarag_assets.query.understanding import (
     normalize,
     read_query,
     read_together,
-    unit_vector,
     readable_text,
     resolve_contrast,
     resolve_version_direction,
+    unit_vector,
 )
 from sarag_assets.settings import Home, Settings
 

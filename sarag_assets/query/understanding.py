@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
+
 from sarag_assets.core.indices.table_values import (
     TableValues,
     tokens,

@@ -206,7 +206,6 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
     assert holders and all(doubted[d] < trusted[d] for d in holders)
 
 
-
 def test_a_latest_turn_that_asks_something_new_is_read_on_its_own(engine):
     by_product: dict[str, str] = {}
     for dialogue_id in sorted(engine.rows):
