@@ -8,7 +8,9 @@ use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`) is scanne
 among the k best, with a proven bound on its error, and only those are scored exactly, with the same ids
 and scores as scoring every row (`kernels` says why the scores are equal to the bit). Without numba, every
 row is scored by numpy. The sketch is built on a table's second search: a one-search process (the CLI)
-scans every row instead.
+scans every row instead. A conversation query searches the passages three times (the best passage of its
+whole text, of its latest turn, then their weighted sum): `DenseIndex.scan` reads the codes once for all
+three (`Scan`).
 
 `DenseIndex.search(vector, k)` means what `IndexStore.vector_search(table, vector, k)` means: the k rows
 of highest cosine similarity, score = 1 - cosine distance, best first, ties broken by row id (here over
@@ -86,25 +88,45 @@ class DenseIndex:
 
     def search(self, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         """(dialogue id, cosine similarity) of the k nearest rows, best first, ties by row id."""
-        q = np.asarray(vector, dtype=np.float32).ravel()
-        if q.shape[0] != self.vectors.shape[1]:
-            raise ValueError(f"query vector has dimension {q.shape[0]}, the table stores {self.vectors.shape[1]}")
-        if not np.isfinite(q).all():
-            raise ValueError("query vector has non-finite values")
+        q, q_norm = self._checked_query(vector)
         n = len(self.dialogue_ids)
         if n == 0 or k <= 0:
             return []
-        q_norm = _norm64(q)
-        if q_norm > 0 and not MIN_NORM <= q_norm <= MAX_NORM:  # cosines ignore the scale; float32 does not
-            q = (q / q_norm).astype(np.float32)
-            q_norm = _norm64(q)
         rows = None  # the rows to score exactly: the sketch's candidates, or all
         self._searches += 1
         sketch = self.sketch if self._searches > 1 else self._sketch
         if sketch is not None and k < n and q_norm > 0:
             rows = sketch.candidates(q / q_norm, k)
-            if len(rows) > n // 4:  # a query the sketch cannot narrow down: scanning all reads less
-                rows = None
+        return self._top(q, q_norm, k, rows)
+
+    def scan(self, unit_queries: Sequence[np.ndarray]) -> "Scan":
+        """The queries (each of norm 1) scanned at once, to search combinations of them (`Scan`). Counts as
+        a search: the first one of a process scans no sketch, as `search` would not."""
+        queries = np.stack([np.asarray(q, dtype=np.float32).ravel() for q in unit_queries])
+        self._searches += 1
+        sketch = self.sketch if self._searches > 1 else self._sketch
+        if sketch is None or len(self.dialogue_ids) == 0:
+            return Scan(self, queries, None)
+        return Scan(self, queries, sketch.approximate_many(queries))
+
+    def _checked_query(self, vector: Sequence[float]) -> tuple[np.ndarray, float]:
+        """The query as float32 of the table's dimension, rescaled into the norms float32 handles, and its norm."""
+        q = np.asarray(vector, dtype=np.float32).ravel()
+        if q.shape[0] != self.vectors.shape[1]:
+            raise ValueError(f"query vector has dimension {q.shape[0]}, the table stores {self.vectors.shape[1]}")
+        if not np.isfinite(q).all():
+            raise ValueError("query vector has non-finite values")
+        q_norm = _norm64(q)
+        if q_norm > 0 and not MIN_NORM <= q_norm <= MAX_NORM:  # cosines ignore the scale; float32 does not
+            q = (q / q_norm).astype(np.float32)
+            q_norm = _norm64(q)
+        return q, q_norm
+
+    def _top(self, q: np.ndarray, q_norm: float, k: int, rows: np.ndarray | None) -> list[tuple[str, float]]:
+        """The k best of ``rows`` (all when None) scored exactly: rows that hold every row of the k best, ties
+        included, give what scoring all of them gives."""
+        if rows is not None and len(rows) > len(self.dialogue_ids) // 4:  # scanning all reads less
+            rows = None
         scores = self._scores(q, rows)
         if q_norm > 0:
             scores /= q_norm
@@ -204,8 +226,66 @@ class Int8Sketch:
         approximate = np.empty(n, dtype=np.float32)
         kernels.int8_scores(self.codes, np.ascontiguousarray(unit_query, dtype=np.float32), approximate)
         approximate *= self.row_scale
-        floor = np.partition(approximate - self.bound, n - k)[n - k]  # the k-th largest lower bound
-        return np.flatnonzero(approximate + self.bound >= floor)
+        return within(approximate, self.bound, k)
+
+    def approximate_many(self, unit_queries: np.ndarray) -> np.ndarray:
+        """The approximate cosines (rows x queries) of a few unit queries, from one read of the codes; each
+        within `bound` of the exact one, as `candidates` computes it."""
+        out = np.empty((len(self.codes), len(unit_queries)), dtype=np.float32)
+        kernels.int8_scores_many(self.codes, np.ascontiguousarray(unit_queries, dtype=np.float32), out)
+        out *= self.row_scale[:, None]
+        return out
+
+
+def within(approximate: np.ndarray, bound: np.ndarray, k: int) -> np.ndarray:
+    """Row indices, ascending, of the rows that can be among the k best when each exact score lies within
+    ``bound`` of ``approximate``: every row whose upper bound reaches the k-th largest lower bound."""
+    n = len(approximate)
+    if k >= n:
+        return np.arange(n)
+    floor = np.partition(approximate - bound, n - k)[n - k]
+    return np.flatnonzero(approximate + bound >= floor)
+
+
+class Scan:
+    """A few unit queries scanned over one index's int8 codes at once, to search their combinations: a
+    conversation query reads its whole text and its latest turn, asks each one's best passage, then
+    searches a weighted sum of the two (`engine.Sarag.embed`). One read of the codes serves all three.
+
+    A combination v = a_1 q_1 + ... + a_m q_m of unit queries has the approximate cosine sum_j a_j x approx_j
+    (computed in float64), within ``sum_j |a_j| x bound`` of its exact cosine: the codes' residual term is
+    at most the row's for any unit v (Cauchy-Schwarz; ``sum |a_j| >= |v| = 1``), and each approx_j's
+    float32 rounding is within the bound's slack, scaled by |a_j|. A vector searched that is not exactly
+    the combination (it was rounded to float32 apart) adds ``|vector - combination|`` times the largest
+    row cosine magnitude the codes can give (at most 1 + bound). The rows within that bound of the k-th
+    are then scored exactly by `DenseIndex`'s own loop: the same ids and scores as `DenseIndex.search`."""
+
+    def __init__(self, index: "DenseIndex", unit_queries: np.ndarray, approximate: np.ndarray | None):
+        self.index = index
+        self.queries = np.asarray(unit_queries, dtype=np.float64)
+        self.approximate = approximate  # None: no sketch; each search is the index's own
+
+    def search(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """`DenseIndex.search(vector, k)`, for a ``vector`` that is ``sum_j coefficients[j] x query_j``."""
+        rows = self.candidates(vector, coefficients, k)
+        if rows is None:
+            return self.index.search(vector, k)
+        q, q_norm = self.index._checked_query(vector)
+        return self.index._top(q, q_norm, k, rows)
+
+    def candidates(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> np.ndarray | None:
+        """The rows to score exactly for the k best of ``vector`` (see the class), or None when the scan
+        cannot tell (no sketch, every row wanted, a vector not of norm 1)."""
+        if self.approximate is None or k >= len(self.index):
+            return None
+        q, q_norm = self.index._checked_query(vector)
+        if not 0.999 <= q_norm <= 1.001:  # the bound is for unit vectors
+            return None
+        a = np.asarray(coefficients, dtype=np.float64)
+        apart = float(np.linalg.norm(q.astype(np.float64) - a @ self.queries))
+        approximate = self.approximate.astype(np.float64) @ a
+        bound = self.index.sketch.bound.astype(np.float64) * (np.abs(a).sum() + apart) + apart
+        return within(approximate, bound, k)
 
 
 class DenseIndexes:
@@ -235,6 +315,13 @@ class DenseIndexes:
     def in_memory(self, table: str) -> bool:
         """Whether a search of the table is a search in memory now (read, and not too big to hold)."""
         return table in self._indices
+
+    def scan(self, table: str, unit_queries: Sequence[np.ndarray]) -> "Scan | None":
+        """`DenseIndex.scan` of the table, or None for a table too big to hold (searched by LanceDB)."""
+        if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):
+            self._too_big.add(table)
+            return None
+        return self.get(table).scan(unit_queries)
 
     def search(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):

@@ -258,16 +258,30 @@ class Sarag:
         """The query vector. A conversation is read twice, as a whole (what "it" and "there" are) and its
         latest turn alone (what is asked now), and the latest reading joins with `latest_turn_weight`,
         from each reading's best passage in this home (set on ``parsed.latest_weight``)."""
+        return self._read(parsed)[0]
+
+    def _read(self, parsed: Query):
+        """`embed`, and the passages search of its vector when the two readings were scanned together
+        (one read of the passages' int8 codes for both best passages and the channel), else None."""
         fits = getattr(self.embedder, "fits", None)
         whole = readable_text(parsed.embedding_text(), fits)
         latest = readable_text(parsed.latest.strip(), fits)
         if not parsed.is_conversation or not latest or latest == whole:
-            return unit_vector(self.embedder.encode([whole])[0])
+            return unit_vector(self.embedder.encode([whole])[0]), None
         whole_v, latest_v = (unit_vector(v) for v in self.embedder.encode([whole, latest]))
-        best = [hits[0][1] if (hits := self.dense.search(CONVERSATION_PASSAGES, v, 1)) else 0.0
-                for v in (whole_v, latest_v)]
-        parsed.latest_weight = latest_turn_weight(*best)
-        return read_together(whole_v, latest_v, parsed.latest_weight)
+        scan = self.dense.scan(CONVERSATION_PASSAGES, [whole_v, latest_v])
+        if scan is None:  # too big to hold: LanceDB's search, one reading at a time
+            best = [hits[0][1] if (hits := self.dense.search(CONVERSATION_PASSAGES, v, 1)) else 0.0
+                    for v in (whole_v, latest_v)]
+        else:
+            best = [hits[0][1] if (hits := scan.search(v, unit, 1)) else 0.0
+                    for v, unit in ((whole_v, (1.0, 0.0)), (latest_v, (0.0, 1.0)))]
+        parsed.latest_weight = w = latest_turn_weight(*best)
+        vector = read_together(whole_v, latest_v, w)
+        if scan is None:
+            return vector, None
+        length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
+        return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
@@ -284,7 +298,7 @@ class Sarag:
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
                 jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
-        vector = self.embed(parsed)
+        vector, passages = self._read(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
@@ -297,7 +311,7 @@ class Sarag:
         lists = {}
         for name, table in dense:  # in memory: ~2 ms each at 100k rows, here rather than wait for the GIL
             if name not in jobs:
-                lists[name] = self._dense(table, vector, depth)
+                lists[name] = self._dense(table, vector, depth, passages if name == "passages" else None)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {
             name: lists[name] for name in ("passages", "conversation", "conversation_text", "table_row", "full_text",
@@ -500,14 +514,16 @@ class Sarag:
 
     # ---- channels -----------------------------------------------------------------------------------
 
-    def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
+    def _dense(self, table: str, vector: np.ndarray, depth: int, scanned=None) -> list[tuple[str, float]]:
+        """The table's ``depth`` best conversations for the vector; ``scanned(k)``, when given, is the same
+        search from a scan already made (`_read`)."""
         if table != CONVERSATION_PASSAGES:
             return self.dense.search(table, vector, depth)
         # several passages per conversation: read deeper until `depth` conversations (or every passage)
         # are in, each by its best passage
         want = PASSAGES_PER_CONVERSATION * depth
         while True:
-            hits = self.dense.search(table, vector, want)
+            hits = scanned(want) if scanned else self.dense.search(table, vector, want)
             best: dict[str, float] = {}
             for dialogue_id, score in hits:
                 best.setdefault(dialogue_id, score)
