@@ -16,6 +16,7 @@ the embedded backend names its columns with it. Every function is idempotent.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Iterable
@@ -46,7 +47,12 @@ def snake_case(name: str, max_len: int = MAX_NAME) -> str:
     stays one word), accents folded, `#`/`%`/`&` spelled out, every run of other characters one `_`,
     a name too long cut at a word boundary; a leading digit gets an `n_` prefix (`"3d model"` →
     `"n_3d_model"`). Empty when nothing word-like is left."""
-    t = unicodedata.normalize("NFKD", str(name or "").replace("ß", "ss")).encode("ascii", "ignore").decode("ascii")
+    return _snake_case(str(name or ""), max_len)
+
+
+@functools.lru_cache(maxsize=1 << 16)  # the same candidate names recur in every conversation of a batch
+def _snake_case(name: str, max_len: int) -> str:
+    t = unicodedata.normalize("NFKD", name.replace("ß", "ss")).encode("ascii", "ignore").decode("ascii")
     t = re.sub(r"([a-z0-9]{2,})([A-Z])", r"\1_\2", t)  # errorCode -> error_Code (iPhone stays)
     t = re.sub(r"([A-Z]{2,})([A-Z][a-z]{2,})", r"\1_\2", t)  # HTTPStatus -> HTTP_Status
     t = t.replace("#", " number ").replace("%", " percent ").replace("&", " and ")
