@@ -323,3 +323,25 @@ def test_engine_dense_channels_match_lancedb_on_the_built_home(engine, generated
     assert scanned >= 5
     route = engine._clusters()  # shares table_rows' matrix with the dense channel
     assert route.semantic is engine.dense.get(TABLE_ROWS).vectors
+
+
+def test_a_passages_table_too_big_to_hold_reads_the_latest_turn_through_lancedb(built_home, engine, generated_queries):
+    """Above `exact_search_max_rows` both readings' best passages come from LanceDB's search (one reading at a
+    time): the same weight and query vector as in memory, to LanceDB's float rounding."""
+    from sarag_assets.query.engine import Sarag
+
+    with Sarag(built_home) as big:
+        big.dense = DenseIndexes(big.store, max_rows=1)
+        compared = 0
+        for query in generated_queries:
+            held, through_lancedb = engine.understand(query["turns"]), big.understand(query["turns"])
+            vector, passages = engine._read(held)
+            far_vector, no_scan = big._read(through_lancedb)
+            assert no_scan is None and big.dense.nbytes == 0
+            if held.latest_weight is None:
+                continue
+            compared += 1
+            assert through_lancedb.latest_weight == pytest.approx(held.latest_weight, abs=1e-5)
+            np.testing.assert_allclose(far_vector, vector, atol=1e-5)
+        assert compared >= 5
+
