@@ -24,6 +24,21 @@ from sarag_assets.backends.embedded.versions import (
 
 # --- product names ----------------------------------------------------------------------------------
 
+# conjunctions join two words of one name ("A And B", "Procter & Gamble"); a closed class, not a cue list
+_COORDINATORS = frozenset({"and", "&", "+", "or", "und", "oder", "y", "o", "et", "ou"})
+
+
+def _joined_by_conjunctions(name: str, text: str) -> bool:
+    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by conjunctions only."""
+    m = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text, re.I)
+    return bool(m) and all(w[0].isupper() or w[0].isdigit() or w in _COORDINATORS for w in m.group().split())
+
+
+def _function_word(token: str) -> bool:
+    t = token.lower().strip(".,")
+    return t in _NOT_PRODUCT_WORDS or t in _STOP
+
+
 _CAP_TOKEN = r"(?:[A-Z][\w&+'’.-]*[\w+]|[A-Z]|[a-z]+[A-Z][\w]*|(?=[A-Z0-9-]*[A-Z])[A-Z0-9]+-?[A-Z0-9]+)"
 _CAP_SEQ = re.compile(
     r"(?<![\w@\[.\-/])" + _CAP_TOKEN + r"(?:\s+(?:" + _CAP_TOKEN + r"|\d{1,4}(?:\.\d)?(?![-/.]?\d)\b|&|\+))*(?:\s+" + _CAP_TOKEN + r")?"
@@ -231,7 +246,8 @@ def product_candidates(
             at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$", body[: m.start()]))
             if at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", tokens[0]):
                 continue
-            while tokens and (tokens[0].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[0].lower().strip(".,") in _STOP):
+            # a function word before a conjunction is a name's word, not an article: "A And B Guest House"
+            while tokens and _function_word(tokens[0]) and not (len(tokens) > 2 and tokens[1].lower() in _COORDINATORS):
                 start += len(tokens[0]) + 1
                 tokens = tokens[1:]
             while tokens and (tokens[-1].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[-1].lower().strip(".,") in _STOP or tokens[-1].lower().strip(".,") in claimed_set):
@@ -335,6 +351,17 @@ def product_candidates(
                     del found[k]
     for key in list(found):
         if key in denied or key in claimed_anywhere:
+            del found[key]
+    # a name the capitals cut short at a conjunction ("Alexander Bed" of "Alexander Bed and Breakfast", "B
+    # Guest House" of "A and B Guest House") is the longer name the conversation also gives, where its
+    # sentence holds that too
+    for key in sorted(found, key=len):
+        inside = re.compile(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])")
+        longer = next((k for k in sorted(found, key=len) if len(k) > len(key) and inside.search(k)
+                       and _joined_by_conjunctions(k, found[key][3])), None)
+        if longer is not None:
+            found[longer][4] += found[key][4]
+            found[longer][1] = max(found[longer][1], found[key][1])
             del found[key]
     # a model number inside a longer name counts for the longer name
     for key in list(found):

@@ -616,6 +616,20 @@ def test_product_correction_and_model_code_of_a_longer_name():
     assert product_of(turns) == "Brother HL2270"  # the code counts for the longer name
 
 
+def test_a_name_joined_by_a_conjunction_is_kept_whole():
+    # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
+    # conversation also gives; two names joined by "and" stay two
+    turns = [("user", "Hi, I have a question about A AND B GUEST HOUSE. Are children welcomed at this location?"),
+             ("agent", "Yes, you can stay with children at A and B Guest House.")]
+    assert product_of(turns) == "A AND B GUEST HOUSE"
+    turns = [("user", "Hi, I have a question about Alexander Bed and Breakfast. Do they have wifi?"),
+             ("agent", "Yes, Alexander Bed And Breakfast has free wifi in all rooms.")]
+    assert product_of(turns) == "Alexander Bed And Breakfast"
+    turns = [("user", "I have the Orbit Mail and the Postwise apps. Orbit Mail won't send since this morning."),
+             ("agent", "Is it Orbit Mail or Postwise that fails?")]
+    assert product_of(turns) == "Orbit Mail"
+
+
 def test_a_bare_model_code_is_the_model_cell_not_the_product_cell_too():
     model_of = lambda an: {f.value for f in an.by_signal("model")}  # noqa: E731
     turns = [("user", "The XR-7 headset crackles on the left side."), ("agent", "Which firmware is on the XR-7?")]
