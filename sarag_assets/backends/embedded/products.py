@@ -319,6 +319,8 @@ def product_candidates(
                 aliases[paren.group(1).lower()] = key  # "Trailhead 45L Backpack (TH-45)"
             entry = found.setdefault(key, [name, 0.0, turn, text, 0])
             entry[4] += 1
+            if entry[0].isupper() and not name.isupper():
+                entry[0] = name  # "HOBSONS HOUSE" then "Hobsons House": capitals shout, the mixed case is the name's
             bonus = 0.0
             if _HEAD_AFTER.match(body[end:]):
                 bonus += 0.5

@@ -630,6 +630,13 @@ def test_a_name_joined_by_a_conjunction_is_kept_whole():
     assert product_of(turns) == "Orbit Mail"
 
 
+def test_a_name_shouted_in_capitals_takes_the_case_it_is_also_written_in():
+    turns = [("user", "Hi, I have a question about HOBSONS HOUSE. Is breakfast included?"),
+             ("agent", "Yes, breakfast is included at Hobsons House.")]
+    assert product_of(turns) == "Hobsons House"
+    assert product_of(turns[:1]) == "HOBSONS HOUSE"  # written only in capitals: as written
+
+
 def test_a_bare_model_code_is_the_model_cell_not_the_product_cell_too():
     model_of = lambda an: {f.value for f in an.by_signal("model")}  # noqa: E731
     turns = [("user", "The XR-7 headset crackles on the left side."), ("agent", "Which firmware is on the XR-7?")]
