@@ -21,7 +21,8 @@ first:
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named). This is how "that one" in the latest turn still selects the product
+  release near the one named), less, for a value set aside for a weightier one of its column, the
+  difference (`entity_shares`). This is how "that one" in the latest turn still selects the product
   named three turns ago.
 
 The text channels are the base; the structured views move a conversation only within the text channels'
@@ -585,21 +586,30 @@ def value_gain(entity, held: int, idf) -> float:
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
     x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
-    several columns (a version the table keeps twice) counts once, by its best reading. In arrays: at
-    100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted
-    table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
+    several columns (a version the table keeps twice) counts once, by its best reading. A value named
+    beside a weightier value of the same column (three places offered, then one chosen; "not the X, the
+    Y") counts against the rows holding it by the difference of the two: a cell holds one value, so a row
+    holding the lesser one is about something the query set aside. In arrays: at 100,000 rows a mentioned
+    value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions (in
+    ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
         groups.setdefault(entity.surface, []).append(entity)
     total = 0.0
     positions, gains = [], []
-    for group in groups.values():
+    best_in_column: dict[str, dict[str, float]] = {}  # column -> each named value's (surface's) best gain there
+    readings = []  # (column, surface, rows holding it)
+    for surface, group in groups.items():
         held = [(positions_of(e), e) for e in group]
-        held = [(rows, g) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
+        held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
         if not held:
             continue
-        rows = np.concatenate([r for r, _ in held])
-        gain = np.concatenate([np.full(len(r), g) for r, g in held])
+        for rows, g, e in held:
+            named = best_in_column.setdefault(e.column, {})
+            named[surface] = max(named.get(surface, 0.0), g)
+            readings.append((e.column, surface, rows))
+        rows = np.concatenate([r for r, _, _ in held])
+        gain = np.concatenate([np.full(len(r), g) for r, g, _ in held])
         order = np.lexsort((-gain, rows))  # by row, its best reading first
         rows, gain = rows[order], gain[order]
         first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
@@ -608,16 +618,22 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
+    for column, surface, rows in readings:
+        shortfall = max(best_in_column[column].values()) - best_in_column[column][surface]
+        if shortfall > 0:
+            positions.append(rows)
+            gains.append(np.full(len(rows), -shortfall))
     rows = np.concatenate(positions)
     gain = np.concatenate(gains)
-    order = np.argsort(rows, kind="stable")  # groups stay in order: each row's gains add up as before
+    order = np.argsort(rows, kind="stable")
     rows, gain = rows[order], gain[order]
     first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     return RowShares(row_ids, rows[first], np.add.reduceat(gain, first) / total)
 
 
 class RowShares:
-    """The rows holding mentioned values (table positions, ascending) and each one's share."""
+    """The rows holding mentioned values (table positions, ascending) and each one's share (below 0 for a
+    row holding only a value the query set aside)."""
 
     def __init__(self, row_ids: Sequence[str], positions: np.ndarray, shares: np.ndarray):
         self.row_ids = row_ids
@@ -638,7 +654,7 @@ class RowShares:
         return {self.row_ids[p]: float(s) for p, s in zip(self.positions.tolist(), self.shares.tolist())}
 
     def top(self, depth: int, fused: Mapping[str, float], position: Mapping[str, int]) -> list[tuple[str, float]]:
-        """The ``depth`` rows of highest share; ties by the other channels' fused score, then id (the
+        """The ``depth`` rows of highest share above 0; ties by the other channels' fused score, then id (the
         table positions are in id order)."""
         if not len(self.positions):
             return []
@@ -649,7 +665,8 @@ class RowShares:
             i = np.minimum(np.searchsorted(self.positions, at), len(self.positions) - 1)
             hit = self.positions[i] == at
             tie[i[hit]] = np.array([f for _, f in known])[hit]
-        order = np.lexsort((self.positions, -tie, -np.round(self.shares, 9)))[:depth]
+        order = np.lexsort((self.positions, -tie, -np.round(self.shares, 9)))
+        order = order[self.shares[order] > 0][:depth]
         return [(self.row_ids[p], float(s)) for p, s in zip(self.positions[order].tolist(),
                                                              self.shares[order].tolist())]
 

@@ -13,6 +13,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("app_version", "2.3"): ["a", "d"],
     ("os_version", "2.3"): ["d", "e"],  # the same surface "2.3" read in a second column
     ("error_code", "E-12"): ["c"],
+    ("product", "Z9"): ["a", "e"],
 }
 
 
@@ -47,6 +48,25 @@ def test_later_turns_weigh_more_and_unheld_or_weightless_values_are_ignored():
     assert shares["c"] > shares["b"] == shares["d"]
     assert not entity_shares([_entity("product", "X100", "x100", weight=0.0)], _positions, _idf, ROW_IDS)
     assert not entity_shares([], _positions, _idf, ROW_IDS)
+
+
+def test_a_value_set_aside_for_a_weightier_one_of_its_column_counts_against_its_rows():
+    # two places named, one chosen: a row holding the other is about what the query set aside
+    entities = [_entity("product", "X100", "x100", weight=0.68), _entity("product", "Z9", "z9", weight=0.14)]
+    found = entity_shares(entities, _positions, _idf, ROW_IDS)
+    shares = found.as_dict()
+    chosen, aside = 0.68 * _idf(2), 0.14 * _idf(2)
+    assert math.isclose(shares["b"], chosen / (chosen + aside))
+    assert math.isclose(shares["a"], (aside - (chosen - aside)) / (chosen + aside)) and shares["a"] < 0
+    position = {d: i for i, d in enumerate(ROW_IDS)}
+    assert [d for d, _ in found.top(10, {}, position)] == ["b", "d"]  # the set-aside rows are no match
+    assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
+    # named with the same weight, neither is set aside; a nearer reading of one value is no rival to it
+    even = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "z9")], _positions, _idf, ROW_IDS)
+    assert min(even.as_dict().values()) > 0
+    near = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "x100", closeness=0.5)],
+                         _positions, _idf, ROW_IDS).as_dict()
+    assert math.isclose(near["a"], 0.5) and math.isclose(near["b"], 1.0)
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
