@@ -22,8 +22,9 @@ first:
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
   release near the one named), less, for a value set aside for a weightier one of its column, the
-  difference (`entity_shares`). This is how "that one" in the latest turn still selects the product
-  named three turns ago.
+  difference (`entity_shares`); with it on, the text channels read the query without the set-aside
+  values (`set_aside`). This is how "that one" in the latest turn still selects the product named three
+  turns ago.
 
 The text channels are the base; the structured views move a conversation only within the text channels'
 disagreement about it (`query.fusion`). Then a row holding mentioned values is lifted by
@@ -70,6 +71,7 @@ from sarag_assets.query.understanding import (
     resolve_contrast,
     resolve_version_direction,
     unit_vector,
+    without_values,
 )
 from sarag_assets.settings import Home, Settings
 
@@ -294,12 +296,15 @@ class Sarag:
         parsed = self.understand(query)
         depth = max(settings.depth, 5 * k)
         on = settings.channels
+        # what the table match knows, the text channels use too: values set aside are not what is asked about
+        reading = without_values(parsed, set_aside(parsed.entities)) if "table_match" in on else parsed
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
-                jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
-        vector, passages = self._read(parsed)
+                jobs[name] = self._pool.submit(self._text, table, reading.full_text(), depth)
+        vector, passages = self._read(reading)
+        parsed.latest_weight = reading.latest_weight
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
@@ -583,6 +588,26 @@ def value_gain(entity, held: int, idf) -> float:
     return entity.weight * entity.closeness * idf(held)
 
 
+def column_weights(entities: Sequence) -> dict[str, dict[str, float]]:
+    """Per column, how much weight the query gives each value it names there (surface: its best turn
+    weight x closeness), among the values the table holds."""
+    out: dict[str, dict[str, float]] = {}
+    for e in entities:
+        if e.df and (weight := e.weight * e.closeness) > 0:
+            named = out.setdefault(e.column, {})
+            named[e.surface] = max(named.get(e.surface, 0.0), weight)
+    return out
+
+
+def set_aside(entities: Sequence) -> set[str]:
+    """The values (surfaces) the query names only beside a weightier value of the same column: the places
+    offered before one was chosen, the product of "not the X, the Y". Values named with the same weight
+    set nothing aside, whatever their frequency."""
+    weights = column_weights(entities)
+    first = {s for named in weights.values() for s, w in named.items() if w == max(named.values())}
+    return {s for named in weights.values() for s in named} - first
+
+
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
     x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
@@ -597,17 +622,13 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
         groups.setdefault(entity.surface, []).append(entity)
     total = 0.0
     positions, gains = [], []
-    best_in_column: dict[str, dict[str, float]] = {}  # column -> each named value's (surface's) best gain there
-    readings = []  # (column, surface, rows holding it)
+    readings = []  # (column, surface, rows holding it, idf of those rows)
     for surface, group in groups.items():
         held = [(positions_of(e), e) for e in group]
         held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
         if not held:
             continue
-        for rows, g, e in held:
-            named = best_in_column.setdefault(e.column, {})
-            named[surface] = max(named.get(surface, 0.0), g)
-            readings.append((e.column, surface, rows))
+        readings.extend((e.column, surface, rows, idf(len(rows))) for rows, _, e in held)
         rows = np.concatenate([r for r, _, _ in held])
         gain = np.concatenate([np.full(len(r), g) for r, g, _ in held])
         order = np.lexsort((-gain, rows))  # by row, its best reading first
@@ -618,11 +639,12 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
-    for column, surface, rows in readings:
-        shortfall = max(best_in_column[column].values()) - best_in_column[column][surface]
+    weights = column_weights(entities)
+    for column, surface, rows, rarity in readings:
+        shortfall = max(weights[column].values()) - weights[column][surface]  # in turn weight x closeness
         if shortfall > 0:
             positions.append(rows)
-            gains.append(np.full(len(rows), -shortfall))
+            gains.append(np.full(len(rows), -shortfall * rarity))
     rows = np.concatenate(positions)
     gain = np.concatenate(gains)
     order = np.argsort(rows, kind="stable")

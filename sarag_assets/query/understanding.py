@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -118,6 +118,19 @@ class Query:
             kept.append(text[:max_chars])
             used += len(kept[-1]) + 1
         return "\n".join(reversed(kept))
+
+
+def without_values(query: Query, surfaces: Collection[str]) -> Query:
+    """The query with the named values' words (``surfaces``, as `Entity.surface`) left out of its turns, for
+    the text channels to read; entities and notes kept. The query itself when that would leave no text."""
+    if not surfaces:
+        return query
+    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(s)}(?![\w-])" for s in sorted(surfaces, key=len, reverse=True)),
+                         re.I)
+    turns = [replace(t, text=re.sub(r"\s{2,}", " ", pattern.sub(" ", t.text)).strip()) for t in query.turns]
+    if not any(t.text for t in turns):
+        return query
+    return replace(query, turns=turns)
 
 
 def latest_turn_weight(best_whole: float, best_latest: float) -> float:

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from sarag_assets.query.engine import RowShares, entity_shares
+from sarag_assets.query.engine import RowShares, entity_shares, set_aside
 from sarag_assets.query.understanding import Entity
 
 ROW_IDS = ["a", "b", "c", "d", "e"]
@@ -14,6 +14,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("os_version", "2.3"): ["d", "e"],  # the same surface "2.3" read in a second column
     ("error_code", "E-12"): ["c"],
     ("product", "Z9"): ["a", "e"],
+    ("product", "Q1"): ["c"],
 }
 
 
@@ -61,7 +62,13 @@ def test_a_value_set_aside_for_a_weightier_one_of_its_column_counts_against_its_
     position = {d: i for i, d in enumerate(ROW_IDS)}
     assert [d for d, _ in found.top(10, {}, position)] == ["b", "d"]  # the set-aside rows are no match
     assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
+    assert set_aside(entities) == {"z9"}
     # named with the same weight, neither is set aside; a nearer reading of one value is no rival to it
+    assert set_aside([_entity("product", "X100", "x100"), _entity("product", "Z9", "z9")]) == set()
+    rare_and_common = [_entity("product", "X100", "x100"), _entity("product", "Q1", "q1")]  # one turn, one rarer
+    assert set_aside(rare_and_common) == set()
+    assert min(entity_shares(rare_and_common, _positions, _idf, ROW_IDS).as_dict().values()) > 0
+    assert set_aside([_entity("product", "X100", "x100"), _entity("product", "Z9", "x100", closeness=0.5)]) == set()
     even = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "z9")], _positions, _idf, ROW_IDS)
     assert min(even.as_dict().values()) > 0
     near = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "x100", closeness=0.5)],

@@ -15,6 +15,7 @@ from sarag_assets.query.understanding import (
     resolve_contrast,
     resolve_version_direction,
     version_parts,
+    without_values,
 )
 
 CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
@@ -204,3 +205,17 @@ def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_la
     assert readable_text("first turn\nsecond\nthe latest", fits) == "second\nthe latest"
     assert readable_text("a single line longer than twenty", fits) == "a single line longer than twenty"  # cut by the model
     assert readable_text("first turn\nsecond\nthe latest", None) == "first turn\nsecond\nthe latest"
+
+
+def test_values_set_aside_leave_the_text_the_channels_read():
+    query = read_query([{"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
+                        {"speaker": "user", "text": "let's go with sala tandoori please"},
+                        {"speaker": "user", "text": "can they pick us up at the airport"}])
+    read = without_values(query, {"kohinoor lodge", "el shaddai tandoori"})
+    assert read.turns[0].text == "I have , and Sala Tandoori."
+    assert [t.text for t in read.turns[1:]] == [t.text for t in query.turns[1:]]
+    assert [t.weight for t in read.turns] == [t.weight for t in query.turns]
+    assert without_values(query, set()) is query
+    alone = read_query("El Shaddai Tandoori")
+    assert without_values(alone, {"el shaddai tandoori"}) is alone  # nothing would be left to read
+
