@@ -102,7 +102,7 @@ class DenseIndex:
     def scan(self, unit_queries: Sequence[np.ndarray]) -> "Scan":
         """The queries (each of norm 1) scanned at once, to search combinations of them (`Scan`). Counts as
         a search: the first one of a process scans no sketch, as `search` would not."""
-        queries = np.stack([np.asarray(q, dtype=np.float32).ravel() for q in unit_queries])
+        queries = np.stack([self._checked_query(q)[0] for q in unit_queries])
         self._searches += 1
         sketch = self.sketch if self._searches > 1 else self._sketch
         if sketch is None or len(self.dialogue_ids) == 0:
@@ -256,9 +256,11 @@ class Scan:
     (computed in float64), within ``sum_j |a_j| x bound`` of its exact cosine: the codes' residual term is
     at most the row's for any unit v (Cauchy-Schwarz; ``sum |a_j| >= |v| = 1``), and each approx_j's
     float32 rounding is within the bound's slack, scaled by |a_j|. A vector searched that is not exactly
-    the combination (it was rounded to float32 apart) adds ``|vector - combination|`` times the largest
-    row cosine magnitude the codes can give (at most 1 + bound). The rows within that bound of the k-th
-    are then scored exactly by `DenseIndex`'s own loop: the same ids and scores as `DenseIndex.search`."""
+    the combination (rounded to float32 apart, or not of norm 1) is searched by its direction q / |q|,
+    and ``apart = |q / |q| - combination|`` adds at most ``apart`` to the exact cosine (the row is a unit
+    vector) and ``apart x (1 + bound)`` to the approximate one (the codes' cosine is within the bound of
+    the row's); both are charged. The rows within that bound of the k-th are then scored exactly by
+    `DenseIndex`'s own loop: the same ids and scores as `DenseIndex.search`."""
 
     def __init__(self, index: "DenseIndex", unit_queries: np.ndarray, approximate: np.ndarray | None):
         self.index = index
@@ -268,7 +270,7 @@ class Scan:
     def search(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> list[tuple[str, float]]:
         """`DenseIndex.search(vector, k)`, for a ``vector`` that is ``sum_j coefficients[j] x query_j``."""
         rows = self.candidates(vector, coefficients, k)
-        if rows is None:
+        if rows is None or k <= 0:
             return self.index.search(vector, k)
         q, q_norm = self.index._checked_query(vector)
         return self.index._top(q, q_norm, k, rows)
@@ -276,15 +278,16 @@ class Scan:
     def candidates(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> np.ndarray | None:
         """The rows to score exactly for the k best of ``vector`` (see the class), or None when the scan
         cannot tell (no sketch, every row wanted, a vector not of norm 1)."""
-        if self.approximate is None or k >= len(self.index):
+        if self.approximate is None or not 0 < k < len(self.index):
             return None
         q, q_norm = self.index._checked_query(vector)
-        if not 0.999 <= q_norm <= 1.001:  # the bound is for unit vectors
+        if q_norm == 0:
             return None
         a = np.asarray(coefficients, dtype=np.float64)
-        apart = float(np.linalg.norm(q.astype(np.float64) - a @ self.queries))
+        # the exact score is the cosine with q / |q|: its distance from the combination, whatever |q| is
+        apart = float(np.linalg.norm(q.astype(np.float64) / q_norm - a @ self.queries))
         approximate = self.approximate.astype(np.float64) @ a
-        bound = self.index.sketch.bound.astype(np.float64) * (np.abs(a).sum() + apart) + apart
+        bound = self.index.sketch.bound.astype(np.float64) * (np.abs(a).sum() + apart) + 2 * apart
         return within(approximate, bound, k)
 
 

@@ -21,10 +21,10 @@ first:
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named), less, for a value set aside for a weightier one of its column, the
-  difference (`entity_shares`); with it on, the text channels read the query without the set-aside
-  values (`set_aside`). This is how "that one" in the latest turn still selects the product named three
-  turns ago.
+  release near the one named), less, for a value a helper offered and the asker did not take up, the
+  difference (`entity_shares`); with it on, the text channels read the query without them
+  (`understanding.offered_not_taken`). This is how "that one" in the latest turn still selects the
+  product named three turns ago.
 
 The text channels are the base; the structured views move a conversation only within the text channels'
 disagreement about it (`query.fusion`). Then a row holding mentioned values is lifted by
@@ -45,7 +45,7 @@ import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -65,6 +65,7 @@ from sarag_assets.query.understanding import (
     ValueLexicon,
     latest_turn_weight,
     normalize,
+    offered_not_taken,
     read_query,
     read_together,
     readable_text,
@@ -297,7 +298,7 @@ class Sarag:
         depth = max(settings.depth, 5 * k)
         on = settings.channels
         # what the table match knows, the text channels use too: values set aside are not what is asked about
-        reading = without_values(parsed, set_aside(parsed.entities)) if "table_match" in on else parsed
+        reading = without_values(parsed, offered_not_taken(parsed)) if "table_match" in on else parsed
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
@@ -306,7 +307,7 @@ class Sarag:
         vector, passages = self._read(reading)
         parsed.latest_weight = reading.latest_weight
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
-            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
+            jobs["cluster_route"] = self._pool.submit(self._route, reading, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
                                                      ("conversation", CONVERSATION_TEXTS), ("table_row", TABLE_ROWS),
                                                      ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS))
@@ -580,7 +581,7 @@ class Sarag:
 
     def _entity_shares(self, parsed: Query) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
-                             self.lexicon.idf, self.row_ids)
+                             self.lexicon.idf, self.row_ids, offered_not_taken(parsed))
 
 
 def value_gain(entity, held: int, idf) -> float:
@@ -588,47 +589,32 @@ def value_gain(entity, held: int, idf) -> float:
     return entity.weight * entity.closeness * idf(held)
 
 
-def column_weights(entities: Sequence) -> dict[str, dict[str, float]]:
-    """Per column, how much weight the query gives each value it names there (surface: its best turn
-    weight x closeness), among the values the table holds."""
-    out: dict[str, dict[str, float]] = {}
-    for e in entities:
-        if e.df and (weight := e.weight * e.closeness) > 0:
-            named = out.setdefault(e.column, {})
-            named[e.surface] = max(named.get(e.surface, 0.0), weight)
-    return out
-
-
-def set_aside(entities: Sequence) -> set[str]:
-    """The values (surfaces) the query names only beside a weightier value of the same column: the places
-    offered before one was chosen, the product of "not the X, the Y". Values named with the same weight
-    set nothing aside, whatever their frequency."""
-    weights = column_weights(entities)
-    first = {s for named in weights.values() for s, w in named.items() if w == max(named.values())}
-    return {s for named in weights.values() for s in named} - first
-
-
-def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
+def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
+                  set_aside: Collection[str] = ()) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
     x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
-    several columns (a version the table keeps twice) counts once, by its best reading. A value named
-    beside a weightier value of the same column (three places offered, then one chosen; "not the X, the
-    Y") counts against the rows holding it by the difference of the two: a cell holds one value, so a row
-    holding the lesser one is about something the query set aside. In arrays: at 100,000 rows a mentioned
-    value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions (in
-    ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
+    several columns (a version the table keeps twice) counts once, by its best reading. A value in
+    ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
+    against the rows holding it, by how much less it weighs than the weightiest value of its column: a
+    cell holds one value, so such a row is about what the asker passed over. In arrays: at 100,000 rows a
+    mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions
+    (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
         groups.setdefault(entity.surface, []).append(entity)
     total = 0.0
     positions, gains = [], []
-    readings = []  # (column, surface, rows holding it, idf of those rows)
+    top_weight: dict[str, float] = {}  # per column, the weightiest value's turn weight x closeness
+    aside = []  # (column, its weight, rows holding it, idf of those rows) of the values set aside
     for surface, group in groups.items():
         held = [(positions_of(e), e) for e in group]
         held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
         if not held:
             continue
-        readings.extend((e.column, surface, rows, idf(len(rows))) for rows, _, e in held)
+        for rows, _, e in held:
+            top_weight[e.column] = max(top_weight.get(e.column, 0.0), e.weight * e.closeness)
+            if surface in set_aside:
+                aside.append((e.column, e.weight * e.closeness, rows, idf(len(rows))))
         rows = np.concatenate([r for r, _, _ in held])
         gain = np.concatenate([np.full(len(r), g) for r, g, _ in held])
         order = np.lexsort((-gain, rows))  # by row, its best reading first
@@ -639,12 +625,10 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
-    weights = column_weights(entities)
-    for column, surface, rows, rarity in readings:
-        shortfall = max(weights[column].values()) - weights[column][surface]  # in turn weight x closeness
-        if shortfall > 0:
+    for column, weight, rows, rarity in aside:
+        if top_weight[column] > weight:
             positions.append(rows)
-            gains.append(np.full(len(rows), -shortfall * rarity))
+            gains.append(np.full(len(rows), -(top_weight[column] - weight) * rarity))
     rows = np.concatenate(positions)
     gain = np.concatenate(gains)
     order = np.argsort(rows, kind="stable")

@@ -23,6 +23,7 @@ older/newer release" (`resolve_version_direction`).
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Mapping, Sequence
@@ -121,16 +122,29 @@ class Query:
 
 
 def without_values(query: Query, surfaces: Collection[str]) -> Query:
-    """The query with the named values' words (``surfaces``, as `Entity.surface`) left out of its turns, for
-    the text channels to read; entities and notes kept. The query itself when that would leave no text."""
+    """The query with the named values' words (``surfaces``, as `Entity.surface`: tokens joined by spaces)
+    left out of its turns, for the text channels to read; entities and notes kept. A value is left out only
+    where its tokens stand whole ("4.7" is not cut out of "4.7.6"). The query itself when that would leave
+    no text."""
     if not surfaces:
         return query
-    pattern = re.compile("|".join(rf"(?<![\w-]){re.escape(s)}(?![\w-])" for s in sorted(surfaces, key=len, reverse=True)),
-                         re.I)
-    turns = [replace(t, text=re.sub(r"\s{2,}", " ", pattern.sub(" ", t.text)).strip()) for t in query.turns]
+    pattern = re.compile("|".join(r"(?<![\w.-])" + r"\W+".join(re.escape(t) for t in surface.split()) + r"(?![\w-])(?!\.\w)"
+                                  for surface in sorted(surfaces, key=len, reverse=True) if surface.split()), re.I)
+    turns = [replace(t, text=re.sub(r"[ \t]{2,}", " ", pattern.sub(" ", unicodedata.normalize("NFKC", t.text))).strip())
+             for t in query.turns]
     if not any(t.text for t in turns):
         return query
     return replace(query, turns=turns)
+
+
+def offered_not_taken(query: Query) -> set[str]:
+    """The values (surfaces) of the query's entities that only a helper named, in a column where the asker
+    named another: the places listed before the asker chose one. A value the asker said is never among
+    them (the release they are on, beside the one they ask about)."""
+    said = [f" {' '.join(tokens(t.text))} " for t in query.turns if t.is_user]
+    by_asker = {e.surface for e in query.entities if any(f" {e.surface} " in text for text in said)}
+    chosen_in = {e.column for e in query.entities if e.surface in by_asker}
+    return {e.surface for e in query.entities if e.column in chosen_in and e.surface not in by_asker}
 
 
 def latest_turn_weight(best_whole: float, best_latest: float) -> float:

@@ -199,6 +199,10 @@ def test_a_scan_of_two_readings_searches_their_sums_as_a_full_search_does(senten
     assert narrowed > 30  # the combination's bound still narrows most searches to a few rows
     far = read_together(qs[0], qs[1], 0.5)  # coefficients that do not give the vector: a wider bound, same result
     assert scan.search(far, (1.0, 0.0), 50) == full.search(far, 50)
+    assert scan.search(3.0 * far, (1.0, 0.0), 50) == full.search(3.0 * far, 50)  # searched by its direction
+    assert scan.search(far, (1.0, 0.0), 0) == [] == scan.search(far, (1.0, 0.0), -1)
+    with pytest.raises(ValueError, match="dimension"):
+        sketched.scan([qs[0][:10], qs[1]])
 
 
 def test_extreme_magnitudes_are_searched_by_cosine_and_bad_values_refused(sentence_like):

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from sarag_assets.query.engine import RowShares, entity_shares, set_aside
+from sarag_assets.query.engine import RowShares, entity_shares
 from sarag_assets.query.understanding import Entity
 
 ROW_IDS = ["a", "b", "c", "d", "e"]
@@ -51,10 +51,10 @@ def test_later_turns_weigh_more_and_unheld_or_weightless_values_are_ignored():
     assert not entity_shares([], _positions, _idf, ROW_IDS)
 
 
-def test_a_value_set_aside_for_a_weightier_one_of_its_column_counts_against_its_rows():
-    # two places named, one chosen: a row holding the other is about what the query set aside
+def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
+    # two places named, the asker chose one: a row holding the other is about what the asker passed over
     entities = [_entity("product", "X100", "x100", weight=0.68), _entity("product", "Z9", "z9", weight=0.14)]
-    found = entity_shares(entities, _positions, _idf, ROW_IDS)
+    found = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"z9"})
     shares = found.as_dict()
     chosen, aside = 0.68 * _idf(2), 0.14 * _idf(2)
     assert math.isclose(shares["b"], chosen / (chosen + aside))
@@ -62,18 +62,8 @@ def test_a_value_set_aside_for_a_weightier_one_of_its_column_counts_against_its_
     position = {d: i for i, d in enumerate(ROW_IDS)}
     assert [d for d, _ in found.top(10, {}, position)] == ["b", "d"]  # the set-aside rows are no match
     assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
-    assert set_aside(entities) == {"z9"}
-    # named with the same weight, neither is set aside; a nearer reading of one value is no rival to it
-    assert set_aside([_entity("product", "X100", "x100"), _entity("product", "Z9", "z9")]) == set()
-    rare_and_common = [_entity("product", "X100", "x100"), _entity("product", "Q1", "q1")]  # one turn, one rarer
-    assert set_aside(rare_and_common) == set()
-    assert min(entity_shares(rare_and_common, _positions, _idf, ROW_IDS).as_dict().values()) > 0
-    assert set_aside([_entity("product", "X100", "x100"), _entity("product", "Z9", "x100", closeness=0.5)]) == set()
-    even = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "z9")], _positions, _idf, ROW_IDS)
-    assert min(even.as_dict().values()) > 0
-    near = entity_shares([_entity("product", "X100", "x100"), _entity("product", "Z9", "x100", closeness=0.5)],
-                         _positions, _idf, ROW_IDS).as_dict()
-    assert math.isclose(near["a"], 0.5) and math.isclose(near["b"], 1.0)
+    # a value not set aside is evidence for its rows, however little it weighs
+    assert min(entity_shares(entities, _positions, _idf, ROW_IDS).as_dict().values()) > 0
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():

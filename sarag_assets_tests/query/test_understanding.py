@@ -14,6 +14,7 @@ from sarag_assets.query.understanding import (
     readable_text,
     resolve_contrast,
     resolve_version_direction,
+    offered_not_taken,
     version_parts,
     without_values,
 )
@@ -218,4 +219,25 @@ def test_values_set_aside_leave_the_text_the_channels_read():
     assert without_values(query, set()) is query
     alone = read_query("El Shaddai Tandoori")
     assert without_values(alone, {"el shaddai tandoori"}) is alone  # nothing would be left to read
+    release = read_query("Sync broke on 4.7. Does 4.7.6 fix it?")
+    assert without_values(release, {"4.7"}).turns[0].text == "Sync broke on . Does 4.7.6 fix it?"  # whole tokens only
 
+
+def test_values_a_helper_offered_and_the_asker_did_not_take_up_are_set_aside():
+    cells = [(f"d{i}", "product", name) for i, name in enumerate(["Kohinoor Lodge", "El Shaddai Tandoori", "Sala Tandoori"])]
+    cells += [("d3", "version", "4.7.6"), ("d4", "version", "4.7.2"), ("d5", "product", "Other Place")]
+    lexicon = ValueLexicon(cells, 6, columns=["product", "version"])
+    query = read_query([{"speaker": "user", "text": "somewhere to eat in the north"},
+                        {"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
+                        {"speaker": "user", "text": "let's go with sala tandoori please"},
+                        {"speaker": "user", "text": "can they pick us up at the airport"}])
+    query.entities = lexicon.find(query)
+    assert offered_not_taken(query) == {"kohinoor lodge", "el shaddai tandoori"}
+    query = read_query([{"speaker": "user", "text": "I'm on 4.7.6 and sync fails."},
+                        {"speaker": "user", "text": "does 4.7.2 fix the sync failure?"}])
+    query.entities = lexicon.find(query)
+    assert offered_not_taken(query) == set()  # the asker named both: neither is passed over
+    query = read_query([{"speaker": "agent", "text": "We have Kohinoor Lodge and Sala Tandoori."},
+                        {"speaker": "user", "text": "what about parking"}])
+    query.entities = lexicon.find(query)
+    assert offered_not_taken(query) == set()  # the asker chose none

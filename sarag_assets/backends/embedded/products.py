@@ -25,13 +25,16 @@ from sarag_assets.backends.embedded.versions import (
 # --- product names ----------------------------------------------------------------------------------
 
 # conjunctions join two words of one name ("A And B", "Procter & Gamble"); a closed class, not a cue list
-_COORDINATORS = frozenset({"and", "&", "+", "und", "y", "et"})
+_COORDINATORS = frozenset({"and", "&", "+", "und"})
 
 
 def _joined_by_conjunctions(name: str, text: str) -> bool:
-    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by conjunctions only."""
+    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by a conjunction: "A and B
+    Guest House", not "Homelink Pro" (no conjunction) nor "Orbit Mail and the Postwise"."""
     m = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text, re.I)
-    return bool(m) and all(w[0].isupper() or w[0].isdigit() or w in _COORDINATORS for w in m.group().split())
+    words = m.group().split() if m else []
+    return any(w in _COORDINATORS for w in words) and all(
+        w[0].isupper() or w[0].isdigit() or w in _COORDINATORS for w in words)
 
 
 def _function_word(token: str) -> bool:
@@ -354,20 +357,6 @@ def product_candidates(
     for key in list(found):
         if key in denied or key in claimed_anywhere:
             del found[key]
-    # a name that goes on after a lower-case conjunction ("Alexander Bed and Breakfast") is one name where
-    # two turns say it the same way and its second part never stands alone (two products are named apart)
-    joined = r"\s+(?:" + "|".join(re.escape(c) for c in sorted(_COORDINATORS)) + r")\s+(" + _CAP_TOKEN + r"(?:\s+" + _CAP_TOKEN + r")*)"
-    for key in list(found):
-        m = re.search(r"(?<![\w-])" + re.escape(found[key][0]) + joined, found[key][3])
-        if m is None or m.group().lower() in found:
-            continue
-        whole = re.compile(r"(?<![\w-])" + re.escape(m.group()) + r"(?![\w-])", re.I)
-        rest = re.compile(r"(?<![\w-])" + re.escape(m.group(1)) + r"(?![\w-])")
-        if len({turn for turn, _, t in sentences if whole.search(t)}) >= 2 and \
-                not any(rest.search(whole.sub(" ", t)) for _, _, t in sentences):
-            entry = found.pop(key)
-            entry[0] = m.group()
-            found[m.group().lower()] = entry
     # a name the capitals cut short at a conjunction ("Alexander Bed" of "Alexander Bed and Breakfast", "B
     # Guest House" of "A and B Guest House") is the longer name the conversation also gives, where its
     # sentence holds that too
