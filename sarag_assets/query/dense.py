@@ -277,7 +277,7 @@ class Scan:
 
     def candidates(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> np.ndarray | None:
         """The rows to score exactly for the k best of ``vector`` (see the class), or None when the scan
-        cannot tell (no sketch, every row wanted, a vector not of norm 1)."""
+        cannot tell (no sketch, no row or every row wanted, a zero vector)."""
         if self.approximate is None or not 0 < k < len(self.index):
             return None
         q, q_norm = self.index._checked_query(vector)
