@@ -298,7 +298,8 @@ class Sarag:
         depth = max(settings.depth, 5 * k)
         on = settings.channels
         # what the table match knows, the text channels use too: values set aside are not what is asked about
-        reading = without_values(parsed, offered_not_taken(parsed)) if "table_match" in on else parsed
+        passed_over = offered_not_taken(parsed) if "table_match" in on else set()
+        reading = without_values(parsed, passed_over)
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
@@ -329,7 +330,7 @@ class Sarag:
                                         "issue" in lists, "solution" in lists)
         fused = fuse(ranked)
         if "table_match" in on and parsed.entities:
-            shares = self._entity_shares(parsed)
+            shares = self._entity_shares(parsed, passed_over)
             ranked["table_match"] = shares.top(depth, fused, self._row_position)
             if fused:
                 fused = shares.lift(fused, self._table_trust(parsed) ** 2, self._row_position,
@@ -579,9 +580,9 @@ class Sarag:
             self._positions[key] = found
         return found
 
-    def _entity_shares(self, parsed: Query) -> "RowShares":
+    def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
-                             self.lexicon.idf, self.row_ids, offered_not_taken(parsed))
+                             self.lexicon.idf, self.row_ids, passed_over)
 
 
 def value_gain(entity, held: int, idf) -> float:
