@@ -15,6 +15,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("error_code", "E-12"): ["c"],
     ("product", "Z9"): ["a", "e"],
     ("product", "Q1"): ["c"],
+    ("app_version", "3.0"): ["b"],
 }
 
 
@@ -64,6 +65,22 @@ def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
     assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
     # a value not set aside is evidence for its rows, however little it weighs
     assert min(entity_shares(entities, _positions, _idf, ROW_IDS).as_dict().values()) > 0
+
+
+def test_a_release_the_asker_asked_past_counts_against_its_rows():
+    # "my X100 on 2.3 ..." then "and on the newer release?": 3.0 is asked; the rows on 2.3 are not about it
+    asked = [_entity("product", "X100", "x100"), _entity("app_version", "3.0", "version after 2.3")]
+    past = _entity("app_version", "2.3", "2.3")
+    plain = entity_shares(asked, _positions, _idf, ROW_IDS).as_dict()
+    shares = entity_shares(asked, _positions, _idf, ROW_IDS, turned_from=[past]).as_dict()
+    product, newer = _idf(2), _idf(1)
+    total = product + newer
+    assert math.isclose(shares["b"], plain["b"]) and math.isclose(shares["b"], 1.0)  # X100 on 3.0
+    assert math.isclose(plain["d"], product / total) and math.isclose(shares["d"], (product - _idf(2)) / total)
+    assert shares["a"] < 0 and "a" not in plain  # holds only the release asked past
+    # asked past in a column where nothing is asked: nothing to count against
+    other = _entity("os_version", "2.3", "2.3")
+    assert entity_shares(asked, _positions, _idf, ROW_IDS, turned_from=[other]).as_dict() == plain
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
