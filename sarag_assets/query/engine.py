@@ -600,7 +600,8 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
     cell holds one value, so such a row is about what the asker passed over. A value in ``turned_from`` (the
     release the asker named, then asked past: `understanding.resolve_version_direction`) counts against
     its rows by the full weight of the values asked in its column, as one set aside with no weight of its
-    own would: the asker has said those rows are not what they ask about. In arrays: at 100,000 rows a
+    own would: the asker has said those rows are not what they ask about. Like a gain, a cost counts once
+    per row, by the value's heaviest reading (a release kept in two columns costs its row once). In arrays: at 100,000 rows a
     mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions
     (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
@@ -609,7 +610,7 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
     total = 0.0
     positions, gains = [], []
     top_weight: dict[str, float] = {}  # per column, the weightiest value's turn weight x closeness
-    aside = []  # (column, its weight, rows holding it, idf of those rows) of the values set aside
+    aside = []  # (surface, column, its weight, rows holding it, idf of those rows) of the values set aside
     for surface, group in groups.items():
         held = [(positions_of(e), e) for e in group]
         held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
@@ -618,31 +619,41 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
         for rows, _, e in held:
             top_weight[e.column] = max(top_weight.get(e.column, 0.0), e.weight * e.closeness)
             if surface in set_aside:
-                aside.append((e.column, e.weight * e.closeness, rows, idf(len(rows))))
-        rows = np.concatenate([r for r, _, _ in held])
-        gain = np.concatenate([np.full(len(r), g) for r, g, _ in held])
-        order = np.lexsort((-gain, rows))  # by row, its best reading first
-        rows, gain = rows[order], gain[order]
-        first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        positions.append(rows[first])
-        gains.append(gain[first])
+                aside.append((surface, e.column, e.weight * e.closeness, rows, idf(len(rows))))
+        rows, gain = _best_per_row([(r, g) for r, g, _ in held])
+        positions.append(rows)
+        gains.append(gain)
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
     for e in turned_from:
         rows = positions_of(e)
         if len(rows) and e.column in top_weight:
-            aside.append((e.column, 0.0, rows, idf(len(rows))))
-    for column, weight, rows, rarity in aside:
+            aside.append((e.surface, e.column, 0.0, rows, idf(len(rows))))
+    costs: dict[str, list] = {}
+    for surface, column, weight, rows, rarity in aside:
         if top_weight[column] > weight:
-            positions.append(rows)
-            gains.append(np.full(len(rows), -(top_weight[column] - weight) * rarity))
+            costs.setdefault(surface, []).append((rows, (top_weight[column] - weight) * rarity))
+    for readings in costs.values():  # like its gain, a value's cost counts once per row, by its heaviest reading
+        rows, cost = _best_per_row(readings)
+        positions.append(rows)
+        gains.append(-cost)
     rows = np.concatenate(positions)
     gain = np.concatenate(gains)
     order = np.argsort(rows, kind="stable")
     rows, gain = rows[order], gain[order]
     first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
     return RowShares(row_ids, rows[first], np.add.reduceat(gain, first) / total)
+
+
+def _best_per_row(readings: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (ascending) and, per row, the largest amount of the readings ``(rows, amount)`` holding it."""
+    rows = np.concatenate([r for r, _ in readings])
+    amount = np.concatenate([np.full(len(r), a) for r, a in readings])
+    order = np.lexsort((-amount, rows))  # by row, its best reading first
+    rows, amount = rows[order], amount[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return rows[first], amount[first]
 
 
 class RowShares:

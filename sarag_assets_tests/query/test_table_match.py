@@ -16,6 +16,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("product", "Z9"): ["a", "e"],
     ("product", "Q1"): ["c"],
     ("app_version", "3.0"): ["b"],
+    ("os_version", "3.0"): ["b"],
 }
 
 
@@ -76,11 +77,18 @@ def test_a_release_the_asker_asked_past_counts_against_its_rows():
     product, newer = _idf(2), _idf(1)
     total = product + newer
     assert math.isclose(shares["b"], plain["b"]) and math.isclose(shares["b"], 1.0)  # X100 on 3.0
-    assert math.isclose(plain["d"], product / total) and math.isclose(shares["d"], (product - _idf(2)) / total)
+    assert math.isclose(plain["d"], product / total)
+    assert math.isclose(shares["d"], (product - _idf(2)) / total, abs_tol=1e-12)  # X100, but on 2.3
     assert shares["a"] < 0 and "a" not in plain  # holds only the release asked past
     # asked past in a column where nothing is asked: nothing to count against
     other = _entity("os_version", "2.3", "2.3")
     assert entity_shares(asked, _positions, _idf, ROW_IDS, turned_from=[other]).as_dict() == plain
+    # releases kept in two columns: "d" holds 2.3 in both and pays once, as a value's gain counts once
+    in_both = asked + [_entity("os_version", "3.0", "version after 2.3")]
+    once = entity_shares(in_both, _positions, _idf, ROW_IDS, turned_from=[past]).as_dict()
+    twice = entity_shares(in_both, _positions, _idf, ROW_IDS, turned_from=[past, other]).as_dict()
+    assert math.isclose(twice["d"], once["d"], abs_tol=1e-12) and math.isclose(once["d"], shares["d"], abs_tol=1e-12)
+    assert twice["e"] < 0 and "e" not in once  # holds 2.3 in the second column only
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
