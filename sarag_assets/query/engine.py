@@ -582,7 +582,7 @@ class Sarag:
 
     def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
-                             self.lexicon.idf, self.row_ids, passed_over, parsed.turned_from)
+                             self.lexicon.idf, self.row_ids, passed_over)
 
 
 def value_gain(entity, held: int, idf) -> float:
@@ -591,18 +591,15 @@ def value_gain(entity, held: int, idf) -> float:
 
 
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
-                  set_aside: Collection[str] = (), turned_from: Sequence = ()) -> "RowShares":
+                  set_aside: Collection[str] = ()) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
     x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
     several columns (a version the table keeps twice) counts once, by its best reading. A value in
     ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
     against the rows holding it, by how much less it weighs than the weightiest value of its column: a
-    cell holds one value, so such a row is about what the asker passed over. A value in ``turned_from`` (the
-    release the asker named, then asked past: `understanding.resolve_version_direction`) counts against
-    its rows by the full weight of the values asked in its column, as one set aside with no weight of its
-    own would: the asker has said those rows are not what they ask about. Like a gain, a cost counts once
-    per row, by the value's heaviest reading (a release kept in two columns costs its row once). In arrays: at 100,000 rows a
-    mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions
+    cell holds one value, so such a row is about what the asker passed over. Like a gain, that cost counts
+    once per row, by the value's heaviest reading (a value the table keeps in two columns costs once). In
+    arrays: at 100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions
     (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
@@ -626,10 +623,6 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
-    for e in turned_from:
-        rows = positions_of(e)
-        if len(rows) and e.column in top_weight:
-            aside.append((e.surface, e.column, 0.0, rows, idf(len(rows))))
     costs: dict[str, list] = {}
     for surface, column, weight, rows, rarity in aside:
         if top_weight[column] > weight:

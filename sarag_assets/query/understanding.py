@@ -86,9 +86,6 @@ class Query:
     turns: list[QueryTurn]
     entities: list[Entity] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how references were resolved, for the reader
-    # values the asker turned away from ("and on the newer release?" after naming 9.1.2): rows holding
-    # them are not what is asked about (`resolve_version_direction`)
-    turned_from: list[Entity] = field(default_factory=list)
     # how much the latest turn, read on its own, adds to the query vector (`latest_turn_weight`); set when
     # the query is embedded, None until then and for a single turn
     latest_weight: float | None = None
@@ -331,9 +328,8 @@ def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
     Applies when the latest turn points one way (older or newer), names no version itself, and earlier
     turns named one. Then the named release and the releases near it stop counting; every stored release
     on the asked side (in the columns the named one was found in) counts instead, with the named one's
-    weight; the named release is kept in ``turned_from``, so that the rows holding it count against; and the
-    earlier turns' text loses the named release, so the embedded and full-text query describe the problem
-    without pinning it to that release.
+    weight; and the earlier turns' text loses the named release, so the embedded and full-text query
+    describe the problem without pinning it to that release.
     """
     last = len(query.turns) - 1
     text = query.turns[last].text if last >= 1 else ""
@@ -353,7 +349,6 @@ def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
                      + "/".join(".".join(p) for p in sorted(pivots)))
              for e in lexicon.versions_beyond(pivots, older=older, columns=columns, turn=last)]
     query.entities = [e for e in query.entities if e not in versions] + asked
-    query.turned_from = named
     pattern = re.compile("|".join(r"(?<![\w.])v?" + re.escape(".".join(p)) + r"(?![\w.]*\d)" for p in sorted(pivots)))
     query.turns = [replace(t, text=pattern.sub("", t.text)) if i < last else t for i, t in enumerate(query.turns)]
     query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "

@@ -68,27 +68,15 @@ def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
     assert min(entity_shares(entities, _positions, _idf, ROW_IDS).as_dict().values()) > 0
 
 
-def test_a_release_the_asker_asked_past_counts_against_its_rows():
-    # "my X100 on 2.3 ..." then "and on the newer release?": 3.0 is asked; the rows on 2.3 are not about it
-    asked = [_entity("product", "X100", "x100"), _entity("app_version", "3.0", "version after 2.3")]
-    past = _entity("app_version", "2.3", "2.3")
-    plain = entity_shares(asked, _positions, _idf, ROW_IDS).as_dict()
-    shares = entity_shares(asked, _positions, _idf, ROW_IDS, turned_from=[past]).as_dict()
-    product, newer = _idf(2), _idf(1)
-    total = product + newer
-    assert math.isclose(shares["b"], plain["b"]) and math.isclose(shares["b"], 1.0)  # X100 on 3.0
-    assert math.isclose(plain["d"], product / total)
-    assert math.isclose(shares["d"], (product - _idf(2)) / total, abs_tol=1e-12)  # X100, but on 2.3
-    assert shares["a"] < 0 and "a" not in plain  # holds only the release asked past
-    # asked past in a column where nothing is asked: nothing to count against
-    other = _entity("os_version", "2.3", "2.3")
-    assert entity_shares(asked, _positions, _idf, ROW_IDS, turned_from=[other]).as_dict() == plain
-    # releases kept in two columns: "d" holds 2.3 in both and pays once, as a value's gain counts once
-    in_both = asked + [_entity("os_version", "3.0", "version after 2.3")]
-    once = entity_shares(in_both, _positions, _idf, ROW_IDS, turned_from=[past]).as_dict()
-    twice = entity_shares(in_both, _positions, _idf, ROW_IDS, turned_from=[past, other]).as_dict()
-    assert math.isclose(twice["d"], once["d"], abs_tol=1e-12) and math.isclose(once["d"], shares["d"], abs_tol=1e-12)
-    assert twice["e"] < 0 and "e" not in once  # holds 2.3 in the second column only
+def test_a_value_set_aside_costs_its_row_once_however_many_columns_hold_it():
+    # 3.0 asked, 2.3 offered and passed over, both read in two columns: "d" holds 2.3 in both, "a" in one
+    entities = [_entity("app_version", "3.0", "3.0"), _entity("os_version", "3.0", "3.0"),
+                _entity("app_version", "2.3", "2.3", weight=0.2), _entity("os_version", "2.3", "2.3", weight=0.2)]
+    shares = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"2.3"}).as_dict()
+    total = _idf(1) + 0.2 * _idf(2)  # each value's best reading, once
+    once = (0.2 - (1.0 - 0.2)) * _idf(2) / total
+    assert math.isclose(shares["a"], once) and math.isclose(shares["d"], once) and math.isclose(shares["e"], once)
+    assert math.isclose(shares["b"], _idf(1) / total)
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
