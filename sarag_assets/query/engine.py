@@ -598,9 +598,10 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
     ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
     against the rows holding it, by how much less it weighs than the weightiest value of its column: a
     cell holds one value, so such a row is about what the asker passed over. Like a gain, that cost counts
-    once per row, by the value's heaviest reading (a value the table keeps in two columns costs once). In
-    arrays: at 100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted table positions
-    (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
+    once per row, its largest over the columns holding the value (a value the table keeps in two columns
+    costs once). In arrays: at 100,000 rows a mentioned value can be held by thousands of them.
+    ``positions_of(entity)``: the sorted table positions (in ``row_ids``) of the rows holding it;
+    ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
         groups.setdefault(entity.surface, []).append(entity)
@@ -627,7 +628,7 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
     for surface, column, weight, rows, rarity in aside:
         if top_weight[column] > weight:
             costs.setdefault(surface, []).append((rows, (top_weight[column] - weight) * rarity))
-    for readings in costs.values():  # like its gain, a value's cost counts once per row, by its heaviest reading
+    for readings in costs.values():  # like its gain, a value's cost counts once per row: its largest
         rows, cost = _best_per_row(readings)
         positions.append(rows)
         gains.append(-cost)

@@ -69,13 +69,16 @@ def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
 
 
 def test_a_value_set_aside_costs_its_row_once_however_many_columns_hold_it():
-    # 3.0 asked, 2.3 offered and passed over, both read in two columns: "d" holds 2.3 in both, "a" in one
-    entities = [_entity("app_version", "3.0", "3.0"), _entity("os_version", "3.0", "3.0"),
+    # 3.0 asked (a near reading in os_version), 2.3 offered and passed over, each read in two columns:
+    # "d" holds 2.3 in both columns and pays once, the larger of the two costs
+    entities = [_entity("app_version", "3.0", "3.0"), _entity("os_version", "3.0", "3.0", closeness=0.5),
                 _entity("app_version", "2.3", "2.3", weight=0.2), _entity("os_version", "2.3", "2.3", weight=0.2)]
     shares = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"2.3"}).as_dict()
     total = _idf(1) + 0.2 * _idf(2)  # each value's best reading, once
-    once = (0.2 - (1.0 - 0.2)) * _idf(2) / total
-    assert math.isclose(shares["a"], once) and math.isclose(shares["d"], once) and math.isclose(shares["e"], once)
+    app_cost, os_cost = (1.0 - 0.2) * _idf(2), (0.5 - 0.2) * _idf(2)
+    assert math.isclose(shares["d"], (0.2 * _idf(2) - app_cost) / total)
+    assert math.isclose(shares["a"], (0.2 * _idf(2) - app_cost) / total)  # app_version only
+    assert math.isclose(shares["e"], (0.2 * _idf(2) - os_cost) / total)  # os_version only
     assert math.isclose(shares["b"], _idf(1) / total)
 
 
