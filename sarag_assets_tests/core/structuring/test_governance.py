@@ -213,6 +213,21 @@ def test_near_identical_columns_are_merged_into_the_better_supported_one():
     assert new.version == 4
 
 
+def test_a_step_leaves_the_metadata_it_started_from_as_it_was():
+    """The rules work on copies: the state a run read (and may still show or save) never changes."""
+    metadata = GovernedMetadata(version=3, min_support=2, columns=[
+        column("error_code", support=1, mean_score=0.5, aliases=["err"]),
+        column("error_number", support=1, mean_score=0.4, meaning="the error code the device shows"),
+        column("product", support=4),
+    ], pending=[column("city", support=1, aliases=["town"])])
+    before = metadata.model_dump()
+    specific = scored("installation_error_code", 0.9, meaning="the error code shown when the installation fails")
+    new, decision, _ = step(metadata, proposal("c1", specific, scored("city"), scored("product")))
+    assert {op for op, _ in ops(decision)} >= {"EXPAND", "ADD", "KEEP"}  # every rule that changes a column ran
+    assert new.model_dump() != before
+    assert metadata.model_dump() == before
+
+
 # --- fingerprint and the fixed schema ------------------------------------------------------------------
 
 
