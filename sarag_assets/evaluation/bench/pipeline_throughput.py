@@ -164,6 +164,24 @@ def index_texts(lancedb_uri: str) -> list[tuple[str, str, list[str]]]:
     return [(b, t, by_batch[b][t]) for b in sorted(by_batch) for t in LANCEDB_TABLES if t in by_batch[b]]
 
 
+def spread_sample(groups: list[tuple[str, str, list[str]]], size: int) -> list[tuple[str, str, list[str]]]:
+    """About `size` of the texts, every k-th over all groups in order, each kept in its group: the
+    model's rate on them stands for its rate on all, since every table and every length is in it (the
+    first `size` texts were one table's whole conversations, longer than the average text)."""
+    total = sum(len(texts) for _, _, texts in groups)
+    if size <= 0 or size >= total:
+        return groups
+    stride = total / size
+    picks = {int(i * stride) for i in range(size)}
+    kept, start = [], 0
+    for batch, table, texts in groups:
+        chosen = [text for offset, text in enumerate(texts) if start + offset in picks]
+        if chosen:
+            kept.append((batch, table, chosen))
+        start += len(texts)
+    return kept
+
+
 def embedding_speed(groups: list[tuple[str, str, list[str]]], batch_size: int, runtime: str = "torch") -> dict[str, Any]:
     from sarag_assets.core.encoding.embedder import Embedder
 
@@ -256,14 +274,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
                                      if k not in STEP_ASSETS),
             }
         groups = index_texts(str(home.lancedb))
-        if encoder_sample:  # the model's rate on the first texts the index step encoded, not on all
-            kept, total = [], 0
-            for batch, table, texts in groups:
-                if total >= encoder_sample:
-                    break
-                kept.append((batch, table, texts[: encoder_sample - total]))
-                total += len(kept[-1][2])
-            groups = kept
+        if encoder_sample:
+            groups = spread_sample(groups, encoder_sample)
         runtime = Settings.load().encoder_runtime
         embedding = embedding_speed(groups, EmbedderResource().batch_size, runtime)
         # the other runtime on the same texts in the same run (torch was the pipeline's before issue 19)
@@ -386,7 +398,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--increment", type=int, default=0,
                         help="then land this many more conversations into the built home and time that")
     parser.add_argument("--encoder-sample", type=int, default=0,
-                        help="time the model alone on this many of the index's texts (default: all)")
+                        help="time the model alone on this many of the index's texts, spread evenly over them (default: all)")
     return parser
 
 
