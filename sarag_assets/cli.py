@@ -539,7 +539,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--increment", type=int, default=0,
                    help="then land this many more conversations into the built home and time that")
     p.add_argument("--encoder-sample", type=int, default=0,
-                   help="time the model alone on this many of the index's texts, spread evenly over them (default: all)")
+                   help="time the model alone on this many of the index's texts, spread over them (default: all)")
     p.set_defaults(func=cmd_bench_pipeline)
 
     p = with_home(sub.add_parser("demo", help="generate a sample, land it with the real fixtures, materialize"))

@@ -398,7 +398,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser.add_argument("--increment", type=int, default=0,
                         help="then land this many more conversations into the built home and time that")
     parser.add_argument("--encoder-sample", type=int, default=0,
-                        help="time the model alone on this many of the index's texts, spread evenly over them (default: all)")
+                        help="time the model alone on this many of the index's texts, spread over them (default: all)")
     return parser
 
 
