@@ -42,9 +42,9 @@ def _function_word(token: str) -> bool:
     return t in _NOT_PRODUCT_WORDS or t in _STOP
 
 
-_CAP_TOKEN = r"(?:[A-Z][\w&+'’.-]*[\w+]|[A-Z]|[a-z]+[A-Z][\w]*|(?=[A-Z0-9-]*[A-Z])[A-Z0-9]+-?[A-Z0-9]+)"
+_CAP_TOKEN = r"(?:[A-Z][\w&+'’.-]*[\w+]|[A-Z]|[a-z]+[A-Z][\w]*|(?=[A-Z0-9-]*[A-Z])[A-Z0-9]+-?[A-Z0-9]+(?![\w-]))"
 _CAP_SEQ = re.compile(
-    r"(?<![\w@\[.\-/])" + _CAP_TOKEN + r"(?:\s+(?:" + _CAP_TOKEN + r"|\d{1,4}(?:\.\d)?(?![-/.]?\d)\b|&|\+))*(?:\s+" + _CAP_TOKEN + r")?"
+    r"(?<![\w@\[.\-/])" + _CAP_TOKEN + r"(?:\s+(?:" + _CAP_TOKEN + r"|\d{1,4}(?:\.\d)?(?:-[^\W\d_]+(?:-\d{1,2})?)*(?![-/.]?\d)\b|&|\+))*(?:\s+" + _CAP_TOKEN + r")?"
 )
 _PRODUCT_HEADS = (
     r"app|apps|application|account|card|router|modem|phone|smartphone|laptop|notebook|printer|device|service|subscription|console|tv|"

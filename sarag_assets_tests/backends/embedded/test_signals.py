@@ -616,6 +616,16 @@ def test_product_correction_and_model_code_of_a_longer_name():
     assert product_of(turns) == "Brother HL2270"  # the code counts for the longer name
 
 
+def test_a_measure_joined_to_its_number_is_part_of_the_name():
+    # "27-inch", "6-Quart", "2-in-1": a hyphen does not end a name, and a code is not cut inside a word
+    assert product_of([("user", "My Kestrel 27-inch Monitor flickers after the update.")]) == "Kestrel 27-inch Monitor"
+    assert product_of([("user", "The Instant Pot 6-Quart won't seal.")]) == "Instant Pot 6-Quart"
+    assert product_of([("user", "The Netgear 8-Port Switch drops links every hour.")]) == "Netgear 8-Port Switch"
+    assert product_of([("user", "My Lenovo Yoga 2-in-1 won't wake up.")]) == "Lenovo Yoga 2-in-1"
+    # a range or a date after a name is not part of it
+    assert product_of([("user", "My Kestrel 27 flickers 3-4 times a day.")]) == "Kestrel 27"
+
+
 def test_a_name_joined_by_a_conjunction_is_kept_whole():
     # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
     # conversation also gives; two names joined by "and" stay two
