@@ -246,7 +246,8 @@ def product_candidates(
             tokens = m.group().split()
             start = m.start()
             # a sentence-initial capital says nothing: a lone capitalized word there is not a name
-            at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$", body[: m.start()]))
+            # so is one after an opening quote: a quoted message or label ("'Preparing shaders (x%)'") starts its own sentence
+            at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$|(?:^|\s)['‘]$", body[: m.start()]))
             if at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", tokens[0]):
                 continue
             # a function word before a conjunction is a name's word, not an article: "A And B Guest House"

@@ -626,6 +626,15 @@ def test_a_measure_joined_to_its_number_is_part_of_the_name():
     assert product_of([("user", "My Kestrel 27 flickers 3-4 times a day.")]) == "Kestrel 27"
 
 
+def test_a_word_opening_a_quoted_status_or_label_is_no_name():
+    # a quoted message starts its own sentence: its first word is capitalized for that, not as a name
+    turns = [("user", "Since 1.4 it no longer shows 'Preparing shaders' in the menu and the game stutters."),
+             ("agent", "Check the launch options.")]
+    assert product_of(turns) is None
+    # an apostrophe inside a word opens nothing
+    assert product_of([("user", "It's Orbit Mail that fails since this morning.")]) == "Orbit Mail"
+
+
 def test_a_name_joined_by_a_conjunction_is_kept_whole():
     # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
     # conversation also gives; two names joined by "and" stay two
