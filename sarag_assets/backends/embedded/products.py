@@ -139,9 +139,13 @@ def _names_same_thing(code: str, name: str) -> bool:
     ("HC-31" and "Homelink HC31"), contains one ("LS-DSL700" and "Linkstar DSL700"), or its letters are
     the name's initials ("HE-1500" and "Harbor Espresso Machine")."""
     code = _compact(code)
-    if len(code) < 3 or not re.search(r"\d", code):
+    if not re.search(r"\d", code):
         return False
     toks = [t for t in (_compact(t) for t in name.split()) if t]
+    if code in toks:
+        return True  # "T3" and "Thermia T3": a short code only as a whole token
+    if len(code) < 3:
+        return False
     for t in toks:
         if t == code or (len(code) >= 4 and code in t) or (len(t) >= 4 and re.search(r"\d", t) and t in code):
             return True

@@ -626,6 +626,15 @@ def test_a_measure_joined_to_its_number_is_part_of_the_name():
     assert product_of([("user", "My Kestrel 27 flickers 3-4 times a day.")]) == "Kestrel 27"
 
 
+def test_a_short_model_code_counts_for_the_longer_name_that_holds_it_whole():
+    turns = [("user", "T3 drops to 15 degrees every afternoon\n\nThermia T3, set up in October. The T3 shows 'Away'."),
+             ("agent", "Check the phone's location permission.")]
+    assert product_of(turns) == "Thermia T3"
+    # a short code is the name's only as a whole token
+    from sarag_assets.backends.embedded.products import _names_same_thing
+    assert _names_same_thing("T3", "Thermia T3") and not _names_same_thing("T3", "Thermia T35")
+
+
 def test_a_word_opening_a_quoted_status_or_label_is_no_name():
     # a quoted message starts its own sentence: its first word is capitalized for that, not as a name
     turns = [("user", "Since 1.4 it no longer shows 'Preparing shaders' in the menu and the game stutters."),
