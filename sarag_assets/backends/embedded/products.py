@@ -147,7 +147,7 @@ def _names_same_thing(code: str, name: str) -> bool:
     if len(code) < 3:
         return False
     for t in toks:
-        if t == code or (len(code) >= 4 and code in t) or (len(t) >= 4 and re.search(r"\d", t) and t in code):
+        if (len(code) >= 4 and code in t) or (len(t) >= 4 and re.search(r"\d", t) and t in code):
             return True
     letters = re.match(r"[a-z]+", code)
     if letters and 2 <= len(letters.group()) <= len(toks):
