@@ -42,6 +42,7 @@ turn's own embedding weighted by how well it finds passages alone (`embed`), enc
 from __future__ import annotations
 
 import json
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -110,7 +111,7 @@ def query_errors() -> tuple[type[BaseException], ...]:
 class SearchSettings:
     channels: frozenset[str] = frozenset(CHANNELS)
     alpha: float = DEFAULT_ALPHA  # issue side weight in the SDR fusion
-    depth: int = 50  # candidates asked of each channel (at least 5k)
+    depth: int = 50  # candidates asked of each channel; the ranking is made at this depth whatever k is
 
     def __post_init__(self):
         unknown = set(self.channels) - set(CHANNELS)
@@ -287,25 +288,16 @@ class Sarag:
         length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
         return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
 
-    def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
-        return self.retrieve(query, k, settings=settings).hits
-
-    def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
-        if not isinstance(k, int) or k < 1:
-            raise QueryError(f"k must be a positive integer, got {k!r}")
-        settings = settings or self.settings
-        parsed = self.understand(query)
-        depth = max(settings.depth, 5 * k)
+    def _ranking(self, parsed: Query, reading: Query, passed_over, settings: SearchSettings, depth: int, read=None):
+        """Each channel's ``depth`` best conversations, and their fused scores (table match included):
+        (lists fused, every list, fused scores, (query vector, passages scan))."""
         on = settings.channels
-        # what the table match knows, the text channels use too: values set aside are not what is asked about
-        passed_over = offered_not_taken(parsed) if "table_match" in on else set()
-        reading = without_values(parsed, passed_over)
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
                 jobs[name] = self._pool.submit(self._text, table, reading.full_text(), depth)
-        vector, passages = self._read(reading)
+        vector, passages = read or self._read(reading)
         parsed.latest_weight = reading.latest_weight
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, reading, vector, depth)
@@ -337,7 +329,36 @@ class Sarag:
                                     joining=[d for d, _ in ranked["table_match"]])
             else:  # the table match alone: its own order
                 fused = {d: -i for i, (d, _) in enumerate(ranked["table_match"])}
+        return ranked, lists, fused, (vector, passages)
+
+    def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
+        return self.retrieve(query, k, settings=settings).hits
+
+    def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
+        if not isinstance(k, int) or k < 1:
+            raise QueryError(f"k must be a positive integer, got {k!r}")
+        settings = settings or self.settings
+        parsed = self.understand(query)
+        on = settings.channels
+        # what the table match knows, the text channels use too: values set aside are not what is asked about
+        passed_over = offered_not_taken(parsed) if "table_match" in on else set()
+        reading = without_values(parsed, passed_over)
+        # The ranking is made at the settings' depth whatever k is: a channel's z-scores depend on how long
+        # its list is, so deeper lists for a larger k would reorder the top. A k beyond what that depth
+        # found is filled from deeper lists, after it, so a longer list always starts with the shorter one.
+        ranked, lists, fused, read = self._ranking(parsed, reading, passed_over, settings, settings.depth)
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
+        scores = dict(fused)
+        if len(order) < k:
+            deeper = self._ranking(parsed, reading, passed_over, settings, max(5 * k, 2 * settings.depth), read)
+            seen, last = set(order), fused[order[-1]] if order else math.inf
+            for d in sorted(deeper[2], key=lambda d: (-deeper[2][d], d)):
+                if len(order) == k:
+                    break
+                if d not in seen:  # never above the ranking it extends
+                    order.append(d)
+                    last = scores[d] = min(deeper[2][d], last)
+            ranked, lists = deeper[0], deeper[1]  # the same lists, longer: the hits' channel ranks
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
             if side in lists:
@@ -349,8 +370,8 @@ class Sarag:
                      for name, by_id in per_channel.items() if (hit := by_id.get(dialogue_id)) for r, s in [hit]}
             row = self.rows.get(dialogue_id, {})
             matched = [e.as_dict() for e in parsed.entities if row.get(e.column) == e.value]
-            hits.append(SearchHit(dialogue_id, float(fused[dialogue_id]), rank, found, matched, dict(row)))
-        return SearchResult(parsed, hits, vector, self.publication.id)
+            hits.append(SearchHit(dialogue_id, float(scores[dialogue_id]), rank, found, matched, dict(row)))
+        return SearchResult(parsed, hits, read[0], self.publication.id)
 
     # ---- answers ------------------------------------------------------------------------------------
 

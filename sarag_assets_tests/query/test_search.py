@@ -107,6 +107,21 @@ def test_same_home_same_query_same_ranking(engine, generated_queries, built_home
         assert [(h.dialogue_id, h.score) for h in again.search(query, 10)] == first
 
 
+def test_a_longer_list_starts_with_the_shorter_one(engine, generated_queries):
+    """How many hits are asked for does not reorder the top: z-scores over a channel's longer list would."""
+    reordered = 0
+    for q in generated_queries[:8]:
+        top = [(h.dialogue_id, h.score) for h in engine.search(q["turns"], 10)]
+        longer = engine.search(q["turns"], 30)
+        reordered += [(h.dialogue_id, h.score) for h in longer[:10]] != top
+        everything = engine.search(q["turns"], 240)  # beyond what the lists of the usual depth hold
+        ids = [h.dialogue_id for h in everything]
+        assert len(ids) == len(set(ids)) == 240
+        assert ids[:30] == [h.dialogue_id for h in longer]
+        assert all(a.score >= b.score for a, b in zip(everything, everything[1:]))
+    assert reordered == 0
+
+
 def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engine, generated_queries, built_home,
                                                                           monkeypatch):
     from sarag_assets.query.engine import Sarag
