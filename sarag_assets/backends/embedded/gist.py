@@ -18,8 +18,10 @@ MMR (`MMR_LAMBDA`) up to `PROBLEM_CHARS`, none below `KEEP_SHARE` of the best, a
 order. Two passes: the opening alone decides which answers are substantive, and so which turns state.
 
 **Resolution.** The substantive answer the asker accepts, in the helper's words. That is the answer
-before the asker's first "that worked" (the English confirmation detector), else the one before the
-asker's closing statement, else the helpers' last substantive answer. One helper's answers separated
+before the asker's first "that worked" (the English confirmation detector), unless that turn replies to a helper's
+question whose statements answer nothing ("Hello, I'm Jonas. Which model, and did it shake before?" -
+"WM8, no it was perfect"), else the one before the asker's closing statement, else the helpers' last
+substantive answer. One helper's answers separated
 only by the asker's comments and acknowledgements (no question, no "it failed", no reply to the helper's
 question) are one step-by-step answer; another helper's answer is not part of it (when the speakers are
 known). Nothing resolved it (no cell, `resolved` false) when there is no answer, when the asker's last
@@ -237,7 +239,11 @@ def gist_texts(an: Analysis) -> list[str]:
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
     texts = list(dict.fromkeys(_strip_lead(s.text).strip() for s in users + helpers))
-    return texts + [t for t in dict.fromkeys(_strip_lead(turns[k][1]).strip() for k in answer_turns) if t not in texts]
+    whole = [_strip_lead(turns[k][1]).strip() for k in answer_turns]
+    # what a helper turn that ends in a question states besides, for `_replies_to_question`
+    stated = [_strip_lead(_statements(text)).strip() for role, text in turns
+              if role != "user" and _pieces(text)[-1:] and _is_question(_pieces(text)[-1])]
+    return texts + [t for t in dict.fromkeys(whole + stated) if t not in texts]
 
 
 def _answer_turns(turns: Sequence[tuple[str, str]], speakers: Sequence[str] | None = None) -> list[int]:
@@ -359,7 +365,7 @@ def _resolution(turns, sentences, body, answer_turns, substantive, stating, prob
     for u in user_turns:
         pol, s = verdict(u)
         prior = [k for k in substantive if k < u]
-        if pol > 0 and prior:
+        if pol > 0 and prior and not _replies_to_question(turns, u, answer_turns, problem_vec, v):
             chosen, ack, confirmed = prior[-1], s, True
             break
     if chosen is None:
@@ -423,6 +429,29 @@ def _chain(turns: Sequence[tuple[str, str]], answer_turns: list[int], last: int,
             break  # the asker replied to the helper's question: what came before it was no step
         chain.insert(0, k)
     return chain
+
+
+def _replies_to_question(turns: Sequence[tuple[str, str]], user_turn: int, answer_turns: list[int], problem_vec, v) -> bool:
+    """Whether the asker's turn replies to a helper's question rather than to an answer: the helper turn
+    before it ends in a question, holds no step, and what it states besides its questions is no answer
+    (below KEEP_SHARE of the best answer's cosine to the problem). "Hello, I'm Jonas. I'm sorry to hear
+    that! Which model, and did it shake before the move?" - "WM8, no it was perfect in the old flat" is no
+    verdict on anything; "The driver left it at a parcel locker. Could you pick it up?" - "all sorted" is."""
+    helper = next((k for k in range(user_turn - 1, -1, -1) if turns[k][0] != "user"), None)
+    if helper is None or problem_vec is None or not answer_turns:
+        return False
+    text = turns[helper][1]
+    asked = _pieces(text)[-1:]
+    if not asked or not _is_question(asked[0]) or _has_step(text):
+        return False
+    best = max(float(v(turns[k][1]) @ problem_vec) for k in answer_turns)
+    return best > 0 and float(v(_statements(text)) @ problem_vec) < KEEP_SHARE * best
+
+
+def _statements(text: str) -> str:
+    """What a turn states, without what it asks (the whole turn when it only asks)."""
+    stated = [x for x in _pieces(text) if not _is_question(x)]
+    return " ".join(stated) if stated else _strip_lead(text).strip()
 
 
 def _not_resolved(turns, turn: int, sentence: Sentence | None) -> Finding:

@@ -107,6 +107,35 @@ def test_a_sign_off_closer_to_the_problem_than_the_fix_is_not_the_fix(backend):
     assert g["resolved"] == "true"
 
 
+@pytest.mark.parametrize("reply", ["WM8, no it was perfect in the old flat", "WM8, nein, in der alten Wohnung lief sie perfekt"])
+def test_a_reply_to_the_helpers_question_is_no_verdict_on_their_greeting(backend, reply):
+    # "perfect" answers "did it shake before?"; the greeting and the question before it answer nothing
+    g, _ = gist_of(backend,
+        ("user", "Hi, since we moved house our washing machine shakes violently and moves"),
+        ("agent", "Hello, I'm Jonas from Lavana. I'm sorry to hear that! Which model, and did the machine shake like "
+                  "this before the move?"),
+        ("user", reply),
+        ("agent", "Did the removal company put the transport bolts back in for the move?"),
+        ("user", "no idea, we used a moving company"),
+        ("agent", "Please check the back panel. If there are bolts in the holes, they were refitted for the move and "
+                  "need to be removed again before washing."),
+        ("user", "ok thanks, doing it tonight"),
+    )
+    assert "bolts" in g["resolution"] and "Jonas" not in g["resolution"]
+    assert "resolved" not in g  # taken, not confirmed
+
+
+def test_a_verdict_after_an_answer_that_ends_in_a_question_still_counts(backend):
+    g, _ = gist_of(backend,
+        ("user", "Tracking for my espresso machine order says delivered but I never got it."),
+        ("agent", "Thank you for contacting us. I've seen this before: the driver left it at a parcel locker nearby "
+                  "because nobody answered. Could you pick it up from the locker using the code in your email?"),
+        ("user", "Got it, all sorted. Thank you."),
+        ("agent", "Happy to help. Take care!"),
+    )
+    assert "parcel locker" in g["resolution"] and g["resolved"] == "true"
+
+
 TWO_HELPERS = [
     ("user", "My sim racing wheel shows up as a gamepad in Redline, so force feedback does nothing."),
     ("agent", "Calibrate the wheel in the vendor's hub app first."),
