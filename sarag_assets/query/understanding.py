@@ -422,24 +422,15 @@ class ValueLexicon(TableValues):
 
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not
-        matched again); one entity per (column, value), from the turn that weighs most."""
+        matched again), written as stored or with other spacing ("HC31" for "HC-31", `TableValues.matches`);
+        one entity per (column, value), from the turn that weighs most."""
         best: dict[tuple[str, str], Entity] = {}
         for index, turn in enumerate(query.turns):
             toks = tokens(turn.text)
-            taken = [False] * len(toks)
-            for size in range(min(self.max_tokens, len(toks)), 0, -1):
-                for start in range(0, len(toks) - size + 1):
-                    if any(taken[start:start + size]):
-                        continue
-                    gram = " ".join(toks[start:start + size])
-                    keys = self._by_ngram.get(gram)
-                    if not keys:
-                        continue
-                    for i in range(start, start + size):
-                        taken[i] = True
-                    for key in keys:
-                        entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
-                        _keep_best(best, key, entity)
+            for _, _, gram, keys in self.matches(toks, longest=True):
+                for key in keys:
+                    entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
+                    _keep_best(best, key, entity)
             for token in toks:
                 for entity_key, entity in self._near_versions(token, index, turn.weight):
                     _keep_best(best, entity_key, entity)

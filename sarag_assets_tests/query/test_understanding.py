@@ -166,6 +166,22 @@ VERSIONS = [("v1", "app_version", "4.7.2"), ("v2", "app_version", "4.1.0"), ("v3
            [(f"f{i}", "product", f"Filler {i}") for i in range(20)]
 
 
+def test_a_value_written_with_other_spacing_or_punctuation_is_found():
+    cells = [("d1", "model", "HC-31"), ("d2", "product", "Acorn Guest House"), ("d3", "product", "Acorn"),
+             ("d4", "product", "WM8"), ("d5", "version", "4.7.6"), ("d6", "account", "50")] + [
+        (f"x{i}", "product", f"Filler {i}") for i in range(20)]
+    lexicon = ValueLexicon(cells, 26)
+    q = read_query([{"speaker": "user", "text": "the hc31 at the a corn guesthouse keeps dropping"},
+                    {"speaker": "user", "text": "and my wm 8 too, on 476 or 47.6, account 5 0"}])
+    found = {(e.column, e.value, e.surface) for e in lexicon.find(q)}
+    # the longer name wins over the short one inside it, as when written as stored
+    assert found == {("model", "HC-31", "hc31"), ("product", "Acorn Guest House", "a corn guesthouse"),
+                     ("product", "WM8", "wm 8")}
+    # digits alone and dotted releases are not read through other spacing: "476" is no 4.7.6
+    assert lexicon.mentioned("acorn guesthouse, hc 31") == {"acorn guest house", "acorn", "hc-31"}
+    assert lexicon.mentioned("a cornish pasty at 4 7 6") == set()  # a value's letters must end with a word
+
+
 def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
     assert version_parts("4.7.6") == ("4", "7", "6") and version_parts("v2.1") == ("2", "1")
     assert version_parts("2024") is None and version_parts("E-1234") is None

@@ -18,11 +18,19 @@ MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about w
 
 _TOKEN = re.compile(r"[^\W_]+(?:[.\-/:'][^\W_]+)*", re.UNICODE)
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)+)")
+_DOTTED_NUMBER = re.compile(r"\d\.\d")
+MIN_COMPACT_CHARS = 3
 
 
 def tokens(text: str) -> list[str]:
     """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script."""
     return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+
+
+def compact(toks: Iterable[str]) -> str:
+    """The tokens' letters and digits run together: "HC-31", "hc 31" and "HC31" are all "hc31"; "Acorn
+    Guest House" and "acorn guesthouse" are both "acornguesthouse"."""
+    return "".join(ch for tok in toks for ch in tok if ch.isalnum())
 
 
 def version_parts(text: str) -> tuple[str, ...] | None:
@@ -82,6 +90,17 @@ class TableValues:
         for key in sorted(self._rows):
             self._by_ngram[key[1]].append(key)
         self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
+        # The same values written with other spacing or punctuation: a model code with or without its
+        # hyphen or space, a name joined or split ("guesthouse", "a corn"; speech recognisers and people
+        # do both). Only values with a letter and at least MIN_COMPACT_CHARS of them: digits run together
+        # are ambiguous ("5 0", "50"), and dotted numbers are releases, matched by their parts below.
+        self._by_compact: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        for key in sorted(self._rows):
+            packed = compact(key[1].split())
+            if (len(packed) >= MIN_COMPACT_CHARS and any(ch.isalpha() for ch in packed)
+                    and not _DOTTED_NUMBER.search(key[1])):
+                self._by_compact[packed].append(key)
+        self._compact_prefixes = {packed[:n] for packed in self._by_compact for n in range(1, len(packed) + 1)}
         # Dotted version numbers, by leading component: a query's "4.7.6" also finds rows of 4.7.2.
         self._versions: dict[str, list[tuple[tuple[str, ...], tuple[str, str]]]] = defaultdict(list)
         for key in sorted(self._rows):
@@ -102,16 +121,42 @@ class TableValues:
         """Every normalized value the lexicon holds (whatever its column)."""
         return set(self._by_ngram)
 
+    def matches(self, toks: list[str], *, longest: bool) -> list[tuple[int, int, str, list[tuple[str, str]]]]:
+        """(start, size, surface, keys) of the values found in the tokens: their words in order, or else
+        their letters and digits with other spacing (`compact`). With ``longest``, values of more words
+        first and a value inside a longer found one is not found again; otherwise every n-gram."""
+        candidates = []  # (words of the value, start, spelled only, size, keys)
+        for size in range(min(self.max_tokens, len(toks)), 0, -1):
+            for start in range(0, len(toks) - size + 1):
+                keys = self._by_ngram.get(" ".join(toks[start:start + size]))
+                if keys:
+                    candidates.append((size, start, False, size, keys))
+        if self._by_compact:
+            # windows whose letters and digits spell a value, grown token by token while they spell the
+            # start of one
+            for start in range(len(toks)):
+                packed = ""
+                for end in range(start, len(toks)):
+                    packed += compact([toks[end]])
+                    if packed not in self._compact_prefixes:
+                        break
+                    keys = self._by_compact.get(packed)
+                    size = end - start + 1
+                    if keys and not any(c[1] == start and c[3] == size for c in candidates):
+                        candidates.append((max(len(k[1].split()) for k in keys), start, True, size, keys))
+        taken = [False] * len(toks)
+        found = []
+        for _, start, _, size, keys in sorted(candidates, key=lambda c: (-c[0], c[1], c[2])):
+            if longest and any(taken[start:start + size]):
+                continue
+            for i in range(start, start + size):
+                taken[i] = True
+            found.append((start, size, " ".join(toks[start:start + size]), keys))
+        return found
+
     def mentioned(self, text: str) -> set[str]:
         """The normalized values whose words occur in ``text`` (any n-gram, no longest-match rule)."""
-        toks = tokens(text)
-        found = set()
-        for size in range(1, min(self.max_tokens, len(toks)) + 1):
-            for start in range(0, len(toks) - size + 1):
-                gram = " ".join(toks[start:start + size])
-                if gram in self._by_ngram:
-                    found.add(gram)
-        return found
+        return {key[1] for _, _, _, keys in self.matches(tokens(text), longest=False) for key in keys}
 
     def trust(self, column: str, normalized_value: str, mentions: Mapping[str, int]) -> float:
         """How far the table can stand for a value: the rows holding it in ``column`` over the
