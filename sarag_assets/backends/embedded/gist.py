@@ -151,7 +151,12 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     if not texts:
         return Gist(None, None, None)
     vec = dict(zip(texts, np.asarray(encode(texts), dtype=np.float32)))
-    v = lambda text: vec[_strip_lead(text).strip()]  # noqa: E731
+
+    def v(text: str) -> np.ndarray:
+        key = _strip_lead(text).strip()
+        if key not in vec:  # the rare text only one rule reads (`_replies_to_question`): encoded when read
+            vec[key] = np.asarray(encode([key]), dtype=np.float32)[0]
+        return vec[key]
 
     helper_mean = _unit(np.mean([v(s.text) for s in helpers], axis=0)) if helpers else None
     opening = _opening_turns(turns)
@@ -239,11 +244,7 @@ def gist_texts(an: Analysis) -> list[str]:
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
     texts = list(dict.fromkeys(_strip_lead(s.text).strip() for s in users + helpers))
-    whole = [_strip_lead(turns[k][1]).strip() for k in answer_turns]
-    # what a helper turn that ends in a question states besides, for `_replies_to_question`
-    stated = [_strip_lead(_statements(text)).strip() for role, text in turns
-              if role != "user" and _pieces(text)[-1:] and _is_question(_pieces(text)[-1])]
-    return texts + [t for t in dict.fromkeys(whole + stated) if t not in texts]
+    return texts + [t for t in dict.fromkeys(_strip_lead(turns[k][1]).strip() for k in answer_turns) if t not in texts]
 
 
 def _answer_turns(turns: Sequence[tuple[str, str]], speakers: Sequence[str] | None = None) -> list[int]:
