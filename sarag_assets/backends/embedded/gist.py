@@ -18,10 +18,10 @@ MMR (`MMR_LAMBDA`) up to `PROBLEM_CHARS`, none below `KEEP_SHARE` of the best, a
 order. Two passes: the opening alone decides which answers are substantive, and so which turns state.
 
 **Resolution.** The substantive answer the asker accepts, in the helper's words. That is the answer
-before the asker's first "that worked" (the English confirmation detector), unless that turn replies to a helper's
-question whose statements answer nothing ("Hello, I'm Jonas. Which model, and did it shake before?" -
-"WM8, no it was perfect"), else the one before the asker's closing statement, else the helpers' last
-substantive answer. One helper's answers separated
+before the asker's first "that worked" (the English confirmation detector), unless that turn replies to
+a helper's question whose statements answer nothing ("Hello, I'm Jonas. Which model, and did it shake
+before?" - "WM8, no it was perfect"), else the one before the asker's closing statement, else the
+helpers' last substantive answer. One helper's answers separated
 only by the asker's comments and acknowledgements (no question, no "it failed", no reply to the helper's
 question) are one step-by-step answer; another helper's answer is not part of it (when the speakers are
 known). Nothing resolved it (no cell, `resolved` false) when there is no answer, when the asker's last
