@@ -31,7 +31,9 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from sarag_assets.core.indices.table_values import (
+    CJK_RANGES,
     TableValues,
+    is_cjk,
     tokens,
     version_parts,
 )
@@ -128,13 +130,26 @@ def without_values(query: Query, surfaces: Collection[str]) -> Query:
     no text."""
     if not surfaces:
         return query
-    pattern = re.compile("|".join(r"(?<![\w.-])" + r"\W+".join(re.escape(t) for t in surface.split()) + r"(?![\w-])(?!\.\w)"
+    pattern = re.compile("|".join(_surface_pattern(surface.split())
                                   for surface in sorted(surfaces, key=len, reverse=True) if surface.split()), re.I)
     turns = [replace(t, text=re.sub(r"[ \t]{2,}", " ", pattern.sub(" ", unicodedata.normalize("NFKC", t.text))).strip())
              for t in query.turns]
     if not any(t.text for t in turns):
         return query
     return replace(query, turns=turns)
+
+
+def _surface_pattern(toks: list[str]) -> str:
+    """A regular expression for the tokens standing whole in a text: separated by non-word characters,
+    or by nothing beside a Han or kana character (written without spaces), with no word going on at
+    either end (a character of those scripts is a word of its own)."""
+    body = re.escape(toks[0])
+    for before, tok in zip(toks, toks[1:]):
+        body += (r"\W*" if is_cjk(before) or is_cjk(tok) else r"\W+") + re.escape(tok)
+    word = f"[^\\W{CJK_RANGES}]"  # a word character of a script written with spaces
+    start = "" if is_cjk(toks[0]) else f"(?<!{word}|[.-])"
+    end = "" if is_cjk(toks[-1]) else f"(?!{word}|-)(?!\\.\\w)"
+    return start + body + end
 
 
 def offered_not_taken(query: Query) -> set[str]:

@@ -182,6 +182,22 @@ def test_a_value_written_with_other_spacing_or_punctuation_is_found():
     assert lexicon.mentioned("a cornish pasty at 4 7 6") == set()  # a value's letters must end with a word
 
 
+def test_values_are_found_in_chinese_and_japanese_written_without_spaces():
+    cells = [("d1", "product", "华为手机"), ("d2", "model", "P40"), ("d3", "product", "ルーター"),
+             ("d4", "problem", "手机充不进电，充电器换了也不行，怎么办"), ("d5", "product", "小米扫地机器人")] + [
+        (f"x{i}", "product", f"Filler {i}") for i in range(20)]
+    lexicon = ValueLexicon(cells, 25)
+    q = read_query([{"speaker": "user", "text": "我的华为手机P40充不进电"},
+                    {"speaker": "user", "text": "ルーターの電源が入らない, 小米扫地机器人也不回充"}])
+    found = {(e.column, e.value) for e in lexicon.find(q)}
+    # seven characters are about four words: a name, not a sentence
+    assert found == {("product", "华为手机"), ("model", "P40"), ("product", "ルーター"), ("product", "小米扫地机器人")}
+    # a sentence of Han characters is long text, not a value: the problem column holds no values
+    assert not lexicon.mentioned("手机充不进电，充电器换了也不行，怎么办")
+    # the found values leave the text the channels read, without spaces to mark them
+    assert without_values(q, {"华 为 手 机", "p40"}).turns[0].text == "我的 充不进电"
+
+
 def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
     assert version_parts("4.7.6") == ("4", "7", "6") and version_parts("v2.1") == ("2", "1")
     assert version_parts("2024") is None and version_parts("E-1234") is None

@@ -22,9 +22,40 @@ _DOTTED_NUMBER = re.compile(r"\d\.\d")
 MIN_COMPACT_CHARS = 3
 
 
+# Han and kana: scripts written without spaces between words, so each character is a token of its own
+# (as search engines index them); a code written against them ("我的P40坏了") is a token of its own too
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{CJK_RANGES}]")
+
+
 def tokens(text: str) -> list[str]:
-    """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script."""
-    return _TOKEN.findall(unicodedata.normalize("NFKC", text).lower())
+    """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script; in Chinese and
+    Japanese, one character each."""
+    out = []
+    for tok in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
+        if not _CJK.search(tok):
+            out.append(tok)
+            continue
+        for piece in re.split(f"({_CJK.pattern})", tok):
+            out.extend([piece] if _CJK.fullmatch(piece) else _TOKEN.findall(piece))
+    return out
+
+
+def is_cjk(token: str) -> bool:
+    return bool(_CJK.fullmatch(token))
+
+
+def word_count(toks: list[str]) -> int:
+    """Words in tokens, a run of Han or kana characters counting one word per two characters (the
+    usual length of a word there): how long a value is, whatever its script."""
+    words, run = 0, 0
+    for tok in toks + [""]:
+        if is_cjk(tok):
+            run += 1
+            continue
+        words += (run + 1) // 2 + (1 if tok else 0)
+        run = 0
+    return words
 
 
 def compact(toks: Iterable[str]) -> str:
@@ -63,7 +94,7 @@ class TableValues:
             if not text:
                 continue
             toks = tokens(text)
-            fits = len(text) <= MAX_VALUE_CHARS and 0 < len(toks) <= MAX_VALUE_TOKENS
+            fits = len(text) <= MAX_VALUE_CHARS and 0 < word_count(toks) <= MAX_VALUE_TOKENS
             short[column].append(fits)
             if fits:
                 fitting.append((dialogue_id, column, text, toks))
