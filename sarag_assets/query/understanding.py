@@ -31,13 +31,12 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import numpy as np
 
 from sarag_assets.core.indices.table_values import (
-    CJK_RANGES,
     TableValues,
-    is_cjk,
     tokens,
     version_parts,
 )
 from sarag_assets.core.ingest.markup import plain_text
+from sarag_assets.core.writing import CJK_RANGES, is_cjk
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50

@@ -44,6 +44,7 @@ from sarag_assets.backends.embedded.text import (
     without_letter_frame,
 )
 from sarag_assets.backends.embedded.versions import correction_cue, find_browsers, find_os, find_versions, is_negated
+from sarag_assets.core.writing import has_cjk, without_cjk, words
 
 
 def _entity_hits(text: str, role: str, instruction: bool) -> list[Hit]:
@@ -158,7 +159,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     user_sents = [s for s in sentences if s.role == "user"]
     first = next((s.turn for s in user_sents if problem_score(s.text) >= 0.3 and len(_content_words(s.text)) >= 3), None)
     if first is None:
-        first = next((s.turn for s in user_sents if len(s.text.split()) >= 3), None)
+        first = next((s.turn for s in user_sents if len(s.text.split()) >= 3 or has_cjk(s.text) and words(s.text) >= 3), None)
     if first is not None:
         problem_turns = [first]
         j = first + 1
@@ -173,8 +174,8 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     for s in sentences:
         text = s.text
         corr = correction_cue(text)
-        hits = [_kv_signal(h) for h in _entity_hits(text, s.role, instr_scores[id(s)] >= 0.5)]
-        hits = _resolve_overlaps(hits)
+        hits = [_kv_signal(h) for h in _entity_hits(without_cjk(text), s.role, instr_scores[id(s)] >= 0.5)]
+        hits = _resolve_overlaps([h for h in hits if not has_cjk(text[h.start : h.end])])
         for h in hits:
             negated = is_negated(text, h.start, h.end)
             strength = h.strength
@@ -220,10 +221,14 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
         j -= 1
     body = {(s.turn, s.index) for s in an.body}
     addressing = {(s.turn, s.text) for s in sentences if (s.turn, s.index) not in body}
-    prods = product_candidates([(s.turn, s.role, s.text) for s in sentences], opening, claimed, addressing)
+    # Chinese and Japanese read as spaces, so that a name written against them stands apart ("华为P40手机")
+    shown = {(s.turn, without_cjk(s.text)): s.text for s in sentences}
+    prods = product_candidates([(s.turn, s.role, without_cjk(s.text)) for s in sentences], opening, claimed,
+                               {(t, without_cjk(x)) for t, x in addressing})
     prods = [p for p in prods if p[0].lower() not in owned]
     if prods:
         name, score, turn, text = prods[0]
+        text = shown[(turn, text)]
         role = turns[turn][0]
         findings.append(Finding("product", "product", name, "string", round(min(0.85, 0.35 + 0.25 * score), 2), turn, role, text, name))
     an.findings = findings

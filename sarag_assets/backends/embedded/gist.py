@@ -53,6 +53,7 @@ from sarag_assets.backends.embedded.cues import instruction_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
 from sarag_assets.backends.embedded.text import _strip_lead, without_letter_frame
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
+from sarag_assets.core.writing import CJK_SENTENCE_END, words
 
 PROBLEM_CHARS = 400
 RESOLUTION_CHARS = 400
@@ -65,17 +66,16 @@ MIN_ANSWER_WORDS = 4
 GAP = EXCERPT_GAP
 GIST_SIGNALS = ("problem", "resolution", "resolved")
 
-_WORD = re.compile(r"\w+", re.UNICODE)
 _VALUE = re.compile(r"\w*\d\w*", re.UNICODE)
 Encode = Callable[[list[str]], np.ndarray]
 
 
 def _words(text: str) -> int:
-    return len(_WORD.findall(text))
+    return words(text)  # a run of Chinese or Japanese counts one word per two characters
 
 
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith("?")
+    return text.rstrip().endswith(("?", "？"))
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,8 @@ def _is_step(sentence: str) -> bool:
 
 
 def _pieces(text: str) -> list[str]:
-    return [x for x in re.split(r"(?<=[.!?])\s+|\n+", _strip_lead(text).strip()) if x.strip()]
+    return [x for x in re.split(r"(?<=[.!?])\s+|(?<=[" + CJK_SENTENCE_END + r"])\s*|\n+", _strip_lead(text).strip())
+            if x.strip()]
 
 
 def apply_gist(an: Analysis, encode: Encode) -> None:

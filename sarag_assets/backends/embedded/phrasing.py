@@ -8,6 +8,7 @@ import re
 import unicodedata
 
 from sarag_assets.backends.embedded.cues import instruction_score
+from sarag_assets.core.writing import cjk_bigrams
 
 MAX_ISSUE_QUERIES = 8
 MAX_SOLUTION_QUERIES = 8
@@ -153,7 +154,7 @@ _GENERIC = frozenset(
 
 
 def _tokens(text: str) -> list[str]:
-    return [w.lower().replace("’", "'") for w in _WORD.findall(text or "")]
+    return [w.lower().replace("’", "'") for w in _WORD.findall(text or "")] + cjk_bigrams(text or "")
 
 
 def _content(text: str) -> list[str]:

@@ -165,7 +165,7 @@ def _classify(turn: int, role: str, raw: str) -> _Sent:
     if filler:
         q = _LEAD.sub("", _PLACEHOLDER.sub(" ", text).strip())
     stripped = text.rstrip()
-    s.question = stripped.endswith("?") or bool(_QUESTION_START.match(q) and len(q.split()) >= 3) or bool(_MID_QUESTION.search(q) and role == "user")
+    s.question = stripped.endswith(("?", "？")) or bool(_QUESTION_START.match(q) and len(q.split()) >= 3) or bool(_MID_QUESTION.search(q) and role == "user")
     s.polarity = confirmation(text, role)[0]
     if role == "user":
         if s.polarity == 0 and _FAILED.search(text):

@@ -12,6 +12,8 @@ import unicodedata
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
+from sarag_assets.core.writing import CJK_RANGES, is_cjk
+
 MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
 MAX_VALUE_CHARS = 60
 MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about which row is meant
@@ -24,7 +26,6 @@ MIN_COMPACT_CHARS = 3
 
 # Han and kana: scripts written without spaces between words, so each character is a token of its own
 # (as search engines index them); a code written against them ("我的P40坏了") is a token of its own too
-CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK = re.compile(f"[{CJK_RANGES}]")
 
 
@@ -39,10 +40,6 @@ def tokens(text: str) -> list[str]:
         for piece in re.split(f"({_CJK.pattern})", tok):
             out.extend([piece] if _CJK.fullmatch(piece) else _TOKEN.findall(piece))
     return out
-
-
-def is_cjk(token: str) -> bool:
-    return bool(_CJK.fullmatch(token))
 
 
 def word_count(toks: list[str]) -> int:

@@ -261,3 +261,26 @@ def test_a_refusal_that_ends_a_letter_before_its_signature_resolves_nothing(back
                   "Unfortunately we cannot refund a renewal after the 14-day window.\n\nKind regards,\nLena | Billing Team"),
         ("user", "Ok."))
     assert "resolution" not in g and g["resolved"] == "false"
+
+
+@pytest.mark.parametrize("turns, problem, fix", [
+    ([("user", "你好。我的华为P40手机充不进电了，版本是10.1.0。"),
+      ("agent", "您好！请问您用的是原装充电器吗？"),
+      ("user", "是原装的，用了两年。"),
+      ("agent", "请先用牙签清理充电口里的灰尘。然后长按电源键十秒重启手机，再试一次充电。"),
+      ("user", "好了，谢谢！")],
+     "充不进电", "清理充电口"),
+    ([("user", "こんにちは。ソニーのWH-1000XM4がスマホとペアリングできません。ファームウェアは2.1.3です。"),
+      ("agent", "お問い合わせありがとうございます。スマホの機種は何ですか？"),
+      ("user", "Pixel 7です。"),
+      ("agent", "スマホのBluetooth設定からヘッドホンを削除してください。その後、電源ボタンを七秒押して初期化し、もう一度ペアリングしてください。"),
+      ("user", "直りました。ありがとうございます。")],
+     "ペアリングできません", "Bluetooth設定からヘッドホンを削除"),
+])
+def test_chinese_and_japanese_answers_are_answers_and_their_questions_are_questions(backend, turns, problem, fix):
+    # written without spaces, a whole turn was one word: no helper turn held an answer's four words
+    g, conv = gist_of(backend, *turns)
+    assert problem in g["problem"] and fix in g["resolution"]
+    assert "？" not in g["resolution"]  # the helper's question (the model, the charger) is no fix
+    found = {(f.signal, f.value) for f in backend.analysis(conv).findings}
+    assert ("version", "10.1.0" if "10.1.0" in turns[0][1] else "2.1.3") in found

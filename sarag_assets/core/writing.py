@@ -1,0 +1,56 @@
+"""Writing systems: what a word and a sentence are where words are not separated by spaces.
+
+Chinese and Japanese (Han and kana) are written without spaces between words and end sentences with
+their own full stops (。！？). Rules that count words by runs of word characters, or find values by word
+boundaries, read a whole Chinese sentence as one word and a code written against it ("华为P40手机") as
+part of that word. No Dagster imports.
+"""
+
+from __future__ import annotations
+
+import re
+
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK = re.compile(f"[{CJK_RANGES}]")
+_WORD = re.compile(r"\w+", re.UNICODE)
+_CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
+CJK_SENTENCE_END = "。！？"
+
+
+def is_cjk(token: str) -> bool:
+    """Whether ``token`` is one Han or kana character."""
+    return bool(_CJK.fullmatch(token))
+
+
+def has_cjk(text: str) -> bool:
+    return bool(_CJK.search(text))
+
+
+def words(text: str) -> int:
+    """Words in ``text``: runs of word characters, a run of Han or kana counting one word per two
+    characters (the usual length of a word there) and a code written against it as a word of its own."""
+    count = 0
+    for run in _WORD.findall(text):
+        if not _CJK.search(run):
+            count += 1
+            continue
+        for piece in _CJK_RUN.split(run):
+            count += 1 if piece else 0
+        count += sum((len(m) + 1) // 2 for m in _CJK_RUN.findall(run))
+    return count
+
+
+def without_cjk(text: str) -> str:
+    """``text`` with every Han and kana character replaced by a space: the same length, so a span found
+    in it is the same span of ``text``, and a code written against Chinese ("华为P40手机") stands apart for
+    detectors that find values between word boundaries."""
+    return _CJK.sub(" ", text) if _CJK.search(text) else text
+
+
+def cjk_bigrams(text: str) -> list[str]:
+    """The overlapping character pairs of each run of Han or kana (a run of one: the character), as search
+    engines index these scripts: the words a rule compares between turns, where no spaces mark them."""
+    out = []
+    for run in _CJK_RUN.findall(text):
+        out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+    return out
