@@ -65,6 +65,7 @@ from sarag_assets.core.structuring.interface import (
     GraphEdge,
     GraphNode,
 )
+from sarag_assets.core.writing import CJK_SENTENCE_END
 
 # ---------------------------------------------------------------------------------------------------
 # dialogue graph
@@ -73,6 +74,7 @@ from sarag_assets.core.structuring.interface import (
 def _join(parts: list[str], limit: int = MAX_NODE_CHARS) -> str:
     text = " ".join(p for p in parts if p).strip()
     text = re.sub(r"\s+", " ", text)
+    text = re.sub(r"(?<=[" + CJK_SENTENCE_END + r"]) ", "", text)  # Chinese and Japanese put no space between sentences
     if len(text) > limit:
         text = text[:limit].rsplit(" ", 1)[0] + " ..."
     return text
