@@ -11,7 +11,8 @@ the whole conversation so far, as the full system does.
 
 Analysis (``analyze``), shared by ``text_freq`` and ``bm25`` so they differ only in weighting:
 NFKC + lowercase; "n't" is rewritten " not" and "cannot" "can not"; tokens are runs of letters and
-digits, with dotted numbers kept whole (``11.1.2``, like Unicode word segmentation); one-letter tokens
+digits, with dotted numbers kept whole (``11.1.2``, like Unicode word segmentation), and in Chinese and
+Japanese the overlapping pairs of Han and kana characters (as Lucene's CJK analyzer); one-letter tokens
 and a short list of English function words (``STOPWORDS``: articles, pronouns, auxiliaries,
 prepositions, conjunctions, negations; no content words) are dropped; a light suffix stemmer
 (``stem``: plural -s/-ies, -ed, -ing, final -e; no dictionary) folds inflections.
@@ -46,6 +47,8 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
+
+from sarag_assets.core.writing import cjk_bigrams, without_cjk
 
 __all__ = [
     "STOPWORDS",
@@ -120,11 +123,11 @@ def analyze(text: str, *, keep_negations: bool = False) -> list[str]:
     """The analyzed terms of a text (see the module docstring). ``keep_negations`` keeps no/not/never..."""
     stop = STOPWORDS - NEGATIONS if keep_negations else STOPWORDS
     out = []
-    for tok in _TOKEN.findall(_normalize(text)):
+    for tok in _TOKEN.findall(without_cjk(_normalize(text))):
         if tok in stop or (len(tok) == 1 and tok.isalpha()):
             continue
         out.append(stem(tok))
-    return out
+    return out + cjk_bigrams(_normalize(text))
 
 
 def _check_docs(docs: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:

@@ -183,3 +183,10 @@ def test_analyzer_and_stemmer():
     assert stem("stopped") == stem("stop") == "stop"
     assert stem("replies") == "reply"
     assert stem("bus") == "bus" and stem("access") == "access"
+
+
+def test_chinese_is_searched_by_character_pairs():
+    # a Chinese sentence was one token, so no query shorter than the whole sentence found it
+    assert analyze("华为P40充不进电") == ["p40", "华为", "充不", "不进", "进电"]
+    docs = [("router", "我的小米路由器每天晚上都会断网。请关闭省电模式。"), ("phone", "华为手机一晚上只充到一半。")]
+    assert BM25Retriever().fit(docs).search("路由器晚上断网", 2)[0][0] == "router"
