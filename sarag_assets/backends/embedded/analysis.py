@@ -225,7 +225,8 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     shown = {(s.turn, without_cjk(s.text)): s.text for s in sentences}
     prods = product_candidates([(s.turn, s.role, without_cjk(s.text)) for s in sentences], opening, claimed,
                                {(t, without_cjk(x)) for t, x in addressing})
-    prods = [p for p in prods if p[0].lower() not in owned]
+    # a name read across Chinese read as spaces ("P40手机P40" as "P40 P40") is no name of the text
+    prods = [p for p in prods if p[0].lower() not in owned and (p[0] in shown[(p[2], p[3])] or not has_cjk(shown[(p[2], p[3])]))]
     if prods:
         name, score, turn, text = prods[0]
         text = shown[(turn, text)]

@@ -582,6 +582,14 @@ def test_product_is_not_a_person():
     assert product_of(turns) == "Garmin Forerunner"
 
 
+def test_values_written_against_chinese_and_japanese_are_found_verbatim():
+    found = {(f.signal, f.value) for f in analyze([("user", "我的华为P40手机充不进电，版本是10.1.0。")]).findings}
+    assert {("product", "P40"), ("version", "10.1.0")} <= found
+    assert ("model", "WH-1000XM4") in {(f.signal, f.value) for f in analyze([("user", "ソニーのWH-1000XM4がペアリングできません。")]).findings}
+    # Chinese is read as spaces, but a name is never read across it: "P40 P40" is not in the text
+    assert product_of([("user", "我的P40手机P40坏了，请帮忙。")]) in (None, "P40")
+
+
 def test_product_is_not_a_menu_path_button_or_dialog():
     turns = [
         ("user", "My phone keeps rebooting."),
