@@ -53,7 +53,7 @@ from sarag_assets.backends.embedded.cues import instruction_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
 from sarag_assets.backends.embedded.text import _strip_lead, without_letter_frame
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
-from sarag_assets.core.writing import CJK_SENTENCE_END, words
+from sarag_assets.core.writing import CJK_SENTENCE_END, QUESTION_MARKS, SPACED_SENTENCE_END, words
 
 PROBLEM_CHARS = 400
 RESOLUTION_CHARS = 400
@@ -75,7 +75,7 @@ def _words(text: str) -> int:
 
 
 def _is_question(text: str) -> bool:
-    return text.rstrip().endswith(("?", "？"))
+    return text.rstrip().endswith(QUESTION_MARKS)
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def _is_step(sentence: str) -> bool:
 
 
 def _pieces(text: str) -> list[str]:
-    return [x for x in re.split(r"(?<=[.!?])\s+|(?<=[" + CJK_SENTENCE_END + r"])\s*|\n+", _strip_lead(text).strip())
+    return [x for x in re.split(r"(?<=[" + SPACED_SENTENCE_END + r"])\s+|(?<=[" + CJK_SENTENCE_END + r"])\s*|\n+", _strip_lead(text).strip())
             if x.strip()]
 
 

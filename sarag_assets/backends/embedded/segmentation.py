@@ -76,6 +76,7 @@ from sarag_assets.backends.embedded.phrasing import (
 from sarag_assets.backends.embedded.statements import requested_slots
 from sarag_assets.backends.embedded.versions import correction_cue
 from sarag_assets.core.structuring.interface import ConversationInput
+from sarag_assets.core.writing import QUESTION_MARKS
 
 # ---------------------------------------------------------------------------------------------------
 # sentences and units
@@ -165,7 +166,7 @@ def _classify(turn: int, role: str, raw: str) -> _Sent:
     if filler:
         q = _LEAD.sub("", _PLACEHOLDER.sub(" ", text).strip())
     stripped = text.rstrip()
-    s.question = stripped.endswith(("?", "？")) or bool(_QUESTION_START.match(q) and len(q.split()) >= 3) or bool(_MID_QUESTION.search(q) and role == "user")
+    s.question = stripped.endswith(QUESTION_MARKS) or bool(_QUESTION_START.match(q) and len(q.split()) >= 3) or bool(_MID_QUESTION.search(q) and role == "user")
     s.polarity = confirmation(text, role)[0]
     if role == "user":
         if s.polarity == 0 and _FAILED.search(text):

@@ -9,7 +9,7 @@ from typing import Sequence
 
 from sarag_assets.backends.embedded.findings import Sentence
 from sarag_assets.backends.normalize import MAX_NAME, snake_case
-from sarag_assets.core.writing import CJK_SENTENCE_END
+from sarag_assets.core.writing import CJK_SENTENCE_END, SPACED_SENTENCE_END
 
 # The detectors (signal names) and the general support concepts.
 SIGNALS: tuple[str, ...] = (
@@ -57,8 +57,8 @@ _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs mr mrs ms dr st no nos approx incl jr sr inc ltd co corp fig ver min max sec dept est "
     "a.m p.m u.s u.k jan feb mar apr jun jul aug sep sept oct nov dec".split()
 )
-# Chinese and Japanese full stops end a sentence without a space after them
-_BOUNDARY = re.compile(r"[.!?]+[\"'”’)\]]*(?=\s)|[" + CJK_SENTENCE_END + r"]+[」』”’）)\]]*|\n+")
+# Chinese and Japanese full stops end a sentence without a space after them (the others with one)
+_BOUNDARY = re.compile(r"[" + SPACED_SENTENCE_END + r"]+[\"'”’)\]]*(?=\s)|[" + CJK_SENTENCE_END + r"]+[」』”’）)\]]*|\n+")
 _LIST_MARKER = re.compile(r"^\s*(?:\d{1,2}[.)]|[-*•])\s*$")
 _LEADING_NOISE = re.compile(r"^(?:\s|\[MENTION\]|[-*•>]|\d{1,2}[.)](?=\s))+")
 

@@ -284,3 +284,15 @@ def test_chinese_and_japanese_answers_are_answers_and_their_questions_are_questi
     assert "？" not in g["resolution"]  # the helper's question (the model, the charger) is no fix
     found = {(f.signal, f.value) for f in backend.analysis(conv).findings}
     assert ("version", "10.1.0" if "10.1.0" in turns[0][1] else "2.1.3") in found
+
+
+def test_an_arabic_question_is_no_answer(backend):
+    g, _ = gist_of(backend,
+        ("user", "جهاز التوجيه يفصل الإنترنت كل ليلة منذ التحديث الأخير."),
+        ("agent", "هل قمت بإعادة تشغيل جهاز التوجيه بعد التحديث الأخير؟"),
+        ("user", "نعم، عدة مرات ولم يتغير شيء."),
+        ("agent", "يرجى إيقاف وضع توفير الطاقة من الإعدادات ثم إعادة تشغيل الجهاز."),
+        ("user", "حسنا، سأجرب ذلك الليلة."),
+    )
+    assert g["resolution"] == "يرجى إيقاف وضع توفير الطاقة من الإعدادات ثم إعادة تشغيل الجهاز."
+    assert "نعم، عدة مرات" in g["problem"]  # the reply to the helper's question still states the problem
