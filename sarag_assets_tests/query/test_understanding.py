@@ -182,6 +182,15 @@ def test_a_value_written_with_other_spacing_or_punctuation_is_found():
     assert lexicon.mentioned("a cornish pasty at 4 7 6") == set()  # a value's letters must end with a word
 
 
+def test_a_value_with_a_possessive_or_an_elision_is_found():
+    cells = [("d1", "bank", "Northbay"), ("d2", "product", "ordinateur portable"), ("d3", "store", "Macy's")] + [
+        (f"x{i}", "product", f"Filler {i}") for i in range(20)]
+    lexicon = ValueLexicon(cells, 23)
+    assert lexicon.mentioned("since then Northbay's login texts have stopped coming") == {"northbay"}
+    assert lexicon.mentioned("l'ordinateur portable ne démarre plus") == {"ordinateur portable"}
+    assert lexicon.mentioned("my Macy's card and Northbay’s app") == {"macy s", "northbay"}  # normalized: words
+
+
 def test_values_are_found_in_chinese_and_japanese_written_without_spaces():
     cells = [("d1", "product", "华为手机"), ("d2", "model", "P40"), ("d3", "product", "ルーター"),
              ("d4", "problem", "手机充不进电，充电器换了也不行，怎么办"), ("d5", "product", "小米扫地机器人")] + [

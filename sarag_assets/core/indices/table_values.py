@@ -18,7 +18,9 @@ MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not 
 MAX_VALUE_CHARS = 60
 MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about which row is meant
 
-_TOKEN = re.compile(r"[^\W_]+(?:[.\-/:'][^\W_]+)*", re.UNICODE)
+# an apostrophe splits, as the typographic one always did: "Northbay's" and "l'ordinateur" hold the words
+# "northbay" and "ordinateur"
+_TOKEN = re.compile(r"[^\W_]+(?:[.\-/:][^\W_]+)*", re.UNICODE)
 _VERSION = re.compile(r"v?(\d+(?:\.\d+)+)")
 _DOTTED_NUMBER = re.compile(r"\d\.\d")
 MIN_COMPACT_CHARS = 3
