@@ -12,7 +12,7 @@ import unicodedata
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
-from sarag_assets.core.writing import CJK_RANGES, is_cjk
+from sarag_assets.core.writing import CJK_RANGES, has_cjk, is_cjk
 
 MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
 MAX_VALUE_CHARS = 60
@@ -26,21 +26,17 @@ _DOTTED_NUMBER = re.compile(r"\d\.\d")
 MIN_COMPACT_CHARS = 3
 
 
-# Han and kana: scripts written without spaces between words, so each character is a token of its own
-# (as search engines index them); a code written against them ("我的P40坏了") is a token of its own too
-_CJK = re.compile(f"[{CJK_RANGES}]")
-
-
 def tokens(text: str) -> list[str]:
-    """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script; in Chinese and
-    Japanese, one character each."""
+    """Lowercased word pieces, punctuation inside them kept (1.2.3, E-1234), any script. Chinese and
+    Japanese are written without spaces between words, so each Han or kana character is a token of its own
+    (as search engines index them), and so is a code written against them ("我的P40坏了")."""
     out = []
     for tok in _TOKEN.findall(unicodedata.normalize("NFKC", text).lower()):
-        if not _CJK.search(tok):
+        if not has_cjk(tok):
             out.append(tok)
             continue
-        for piece in re.split(f"({_CJK.pattern})", tok):
-            out.extend([piece] if _CJK.fullmatch(piece) else _TOKEN.findall(piece))
+        for piece in re.split(f"([{CJK_RANGES}])", tok):
+            out.extend([piece] if is_cjk(piece) else _TOKEN.findall(piece))
     return out
 
 
