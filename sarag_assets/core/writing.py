@@ -17,7 +17,9 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 CJK_SENTENCE_END = "。！？"
 QUESTION_MARKS = ("?", "？", "؟")
-SPACED_SENTENCE_END = ".!?؟"  # ends a sentence where a space follows
+# ends a sentence where a space follows: Latin's, the Arabic question mark, the Devanagari and Bengali
+# danda, the Urdu full stop, the Ethiopic full stop
+SPACED_SENTENCE_END = ".!?؟।۔።"
 
 
 def is_cjk(token: str) -> bool:

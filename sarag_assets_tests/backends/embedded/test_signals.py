@@ -82,6 +82,17 @@ def test_split_sentences_keeps_list_items_versions_and_abbreviations():
     ]
 
 
+@pytest.mark.parametrize("text, expected", [
+    ("我的手机充不进电。换了充电器也不行！怎么办？", ["我的手机充不进电。", "换了充电器也不行！", "怎么办？"]),
+    ("जहाज़ देर से आया। मेरा पैसा वापस कब मिलेगा?", ["जहाज़ देर से आया।", "मेरा पैसा वापस कब मिलेगा?"]),
+    ("جهاز التوجيه لا يعمل. هل جربت إعادة التشغيل؟ نعم، مرتين.", ["جهاز التوجيه لا يعمل.", "هل جربت إعادة التشغيل؟", "نعم، مرتين."]),
+    ("میرا فون بند ہو گیا ہے۔ کیا کروں؟", ["میرا فون بند ہو گیا ہے۔", "کیا کروں؟"]),
+])
+def test_sentences_end_at_each_scripts_full_stop_and_question_mark(text, expected):
+    # Chinese ends a sentence with no space after it; Hindi's danda, Arabic's ؟ and Urdu's ۔ with one
+    assert [s for _, _, s in split_sentences(text)] == expected
+
+
 # --- versions ---------------------------------------------------------------------------------------
 
 
