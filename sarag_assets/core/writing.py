@@ -31,6 +31,11 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
+def run_words(characters: int) -> int:
+    """Words in a run of Han or kana: one per two characters, the usual length of a word there."""
+    return (characters + 1) // 2
+
+
 def words(text: str) -> int:
     """Words in ``text``: runs of word characters, a run of Han or kana counting one word per two
     characters (the usual length of a word there) and a code written against it as a word of its own."""
@@ -41,7 +46,7 @@ def words(text: str) -> int:
             continue
         for piece in _CJK_RUN.split(run):
             count += 1 if piece else 0
-        count += sum((len(m) + 1) // 2 for m in _CJK_RUN.findall(run))
+        count += sum(run_words(len(m)) for m in _CJK_RUN.findall(run))
     return count
 
 

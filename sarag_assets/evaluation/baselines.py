@@ -122,12 +122,13 @@ def _normalize(text: str) -> str:
 def analyze(text: str, *, keep_negations: bool = False) -> list[str]:
     """The analyzed terms of a text (see the module docstring). ``keep_negations`` keeps no/not/never..."""
     stop = STOPWORDS - NEGATIONS if keep_negations else STOPWORDS
+    text = _normalize(text)
     out = []
-    for tok in _TOKEN.findall(without_cjk(_normalize(text))):
+    for tok in _TOKEN.findall(without_cjk(text)):
         if tok in stop or (len(tok) == 1 and tok.isalpha()):
             continue
         out.append(stem(tok))
-    return out + cjk_bigrams(_normalize(text))
+    return out + cjk_bigrams(text)
 
 
 def _check_docs(docs: Iterable[tuple[str, str]]) -> tuple[list[str], list[str]]:

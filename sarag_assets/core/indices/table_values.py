@@ -12,7 +12,7 @@ import unicodedata
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
-from sarag_assets.core.writing import CJK_RANGES, has_cjk, is_cjk
+from sarag_assets.core.writing import CJK_RANGES, has_cjk, is_cjk, run_words
 
 MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
 MAX_VALUE_CHARS = 60
@@ -48,7 +48,7 @@ def word_count(toks: list[str]) -> int:
         if is_cjk(tok):
             run += 1
             continue
-        words += (run + 1) // 2 + (1 if tok else 0)
+        words += run_words(run) + (1 if tok else 0)
         run = 0
     return words
 
