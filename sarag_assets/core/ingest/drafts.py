@@ -6,6 +6,7 @@ from __future__ import annotations
 import codecs
 import json
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -192,6 +193,13 @@ def _scrub(value: Any, counter: list[int]) -> Any:
     return value
 
 
+def _composed(text: str) -> str:
+    """The text in Unicode's composed form (NFC), the same characters as written. Text exported from a Mac
+    or some web forms arrives decomposed ("Vie\u0323\u0302t" for "Việt"): every rule that reads words by
+    runs of word characters, and BM25 against a query typed the usual way, would see other words."""
+    return unicodedata.normalize("NFC", text)
+
+
 def _unique(items: Iterable[str]) -> list[str]:
     seen: set[str] = set()
     out = []
@@ -251,7 +259,8 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
         metadata["invalid_timestamps_dropped"] = draft.bad_timestamps
     fixed = [0]
     turns = tuple(
-        Turn(speaker=_scrub(t.speaker, fixed), role=r, text=_scrub(t.text, fixed), ts=t.ts) for t, r in zip(kept, roles)
+        Turn(speaker=_composed(_scrub(t.speaker, fixed)), role=r, text=_composed(_scrub(t.text, fixed)), ts=t.ts)
+        for t, r in zip(kept, roles)
     )
     metadata = _scrub(metadata, fixed)
     fixed[0] += id_fixed[0]

@@ -714,6 +714,17 @@ def test_unpaired_surrogates_are_replaced_so_text_stays_valid_utf8(tmp_path):
         text.encode("utf-8")  # no lone surrogates left anywhere
 
 
+def test_decomposed_text_lands_composed(tmp_path):
+    # "Việt Nam" and "Müller" as a Mac or a web form may export them: letters followed by combining marks
+    decomposed = "Vie\u0323\u0302t Nam: the router of Mu\u0308ller drops"
+    line = json.dumps({"dialogue_id": "d1", "turns": [{"speaker": "Mu\u0308ller", "text": decomposed},
+                                                      {"speaker": "agent", "text": "restart it"}]})
+    (c,) = parse_file(write_lines(tmp_path / "d.jsonl", [line])).conversations
+    assert c.turns[0].text == "Việt Nam: the router of Müller drops"
+    assert c.turns[0].speaker == "Müller"
+    assert c.turns[0].text.split()[0] == "Việt"  # one word of four characters, not "Vie" + marks + "t"
+
+
 def test_an_internal_error_becomes_a_file_level_quarantine(monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("boom")
