@@ -11,9 +11,15 @@ from __future__ import annotations
 
 import re
 
+import regex
+
 CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK = re.compile(f"[{CJK_RANGES}]")
-_WORD = re.compile(r"\w+", re.UNICODE)
+# a word: a letter or digit and what follows it, its combining marks included (the vowel signs and
+# viramas of Devanagari, Tamil or Thai, a decomposed accent). The standard library's \w leaves marks out,
+# so "हिन्दी" was three words and "तमिल" two; a mark with no letter before it (an emoji's variation
+# selector) is no word
+_WORD = regex.compile(r"[^\W\p{M}]\w*")
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 CJK_SENTENCE_END = "。！？"
 QUESTION_MARKS = ("?", "？", "؟")
@@ -37,8 +43,9 @@ def run_words(characters: int) -> int:
 
 
 def words(text: str) -> int:
-    """Words in ``text``: runs of word characters, a run of Han or kana counting one word per two
-    characters (the usual length of a word there) and a code written against it as a word of its own."""
+    """Words in ``text``: runs of word characters with their combining marks, a run of Han or kana
+    counting one word per two characters (the usual length of a word there) and a code written against it
+    as a word of its own."""
     count = 0
     for run in _WORD.findall(text):
         if not _CJK.search(run):

@@ -296,3 +296,20 @@ def test_an_arabic_question_is_no_answer(backend):
     )
     assert g["resolution"] == "يرجى إيقاف وضع توفير الطاقة من الإعدادات ثم إعادة تشغيل الجهاز."
     assert "نعم، عدة مرات" in g["problem"]  # the reply to the helper's question still states the problem
+
+
+@pytest.mark.parametrize("turns, greeting", [
+    ([("user", "मेरा राउटर हर शाम वाईफाई छोड़ देता है। फर्मवेयर 1.4 है।"),
+      ("agent", "नमस्ते जी, धन्यवाद!"),
+      ("agent", "कृपया एडमिन पेज से फर्मवेयर 2.1 पर अपडेट करें और चैनल 6 चुनें।"),
+      ("user", "ठीक है, धन्यवाद")], "नमस्ते"),
+    ([("user", "என் ரூட்டர் தினமும் மாலையில் வைஃபை இணைப்பை இழக்கிறது."),
+      ("agent", "வணக்கம் நண்பரே!"),
+      ("agent", "நிர்வாகப் பக்கத்தில் ஃபர்ம்வேரை 2.1 க்கு புதுப்பித்து சேனல் 6 ஐத் தேர்ந்தெடுக்கவும்."),
+      ("user", "சரி நன்றி")], "வணக்கம்"),
+], ids=["hindi", "tamil"])
+def test_a_two_word_greeting_in_hindi_or_tamil_is_no_answer(backend, turns, greeting):
+    # a vowel sign or virama inside a word once split it, so "नमस्ते जी, धन्यवाद!" counted as an answer's four
+    # words and joined the fix
+    g, _ = gist_of(backend, *turns)
+    assert "2.1" in g["resolution"] and greeting not in g["resolution"]
