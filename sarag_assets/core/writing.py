@@ -4,7 +4,7 @@ Chinese and Japanese (Han and kana) are written without spaces between words and
 their own full stops (。！？). Rules that count words by runs of word characters, or find values by word
 boundaries, read a whole Chinese sentence as one word and a code written against it ("华为P40手机") as
 part of that word. A question ends in its script's question mark: ? in most, ？ in Chinese and
-Japanese, ؟ in Arabic and Persian (Greek's ; is left out: it is also a semicolon). No Dagster imports.
+Japanese, ؟ in Arabic and Persian, ፧ in Ethiopic (Greek's ; is left out: it is also a semicolon). No Dagster imports.
 """
 
 from __future__ import annotations
@@ -22,10 +22,11 @@ _CJK = re.compile(f"[{CJK_RANGES}]")
 _WORD = regex.compile(r"[^\W\p{M}]\w*")
 _CJK_RUN = re.compile(f"[{CJK_RANGES}]+")
 CJK_SENTENCE_END = "。！？"
-QUESTION_MARKS = ("?", "？", "؟")
+QUESTION_MARKS = ("?", "？", "؟", "፧")
 # ends a sentence where a space follows: Latin's, the Arabic question mark, the Devanagari and Bengali
-# danda, the Urdu full stop, the Ethiopic full stop
-SPACED_SENTENCE_END = ".!?؟।۔።"
+# danda and double danda, the Urdu full stop, the Ethiopic full stop and question mark, the Armenian full
+# stop, the Khmer khan and bariyoosan, the Burmese section mark and the Tibetan shad
+SPACED_SENTENCE_END = ".!?؟।॥۔።፧։។៕။།"
 
 
 def is_cjk(token: str) -> bool:

@@ -87,9 +87,13 @@ def test_split_sentences_keeps_list_items_versions_and_abbreviations():
     ("जहाज़ देर से आया। मेरा पैसा वापस कब मिलेगा?", ["जहाज़ देर से आया।", "मेरा पैसा वापस कब मिलेगा?"]),
     ("جهاز التوجيه لا يعمل. هل جربت إعادة التشغيل؟ نعم، مرتين.", ["جهاز التوجيه لا يعمل.", "هل جربت إعادة التشغيل؟", "نعم، مرتين."]),
     ("میرا فون بند ہو گیا ہے۔ کیا کروں؟", ["میرا فون بند ہو گیا ہے۔", "کیا کروں؟"]),
+    ("Երթուղիչը չի աշխատում։ Վերագործարկեցի երկու անգամ։", ["Երթուղիչը չի աշխատում։", "Վերագործարկեցի երկու անգամ։"]),
+    ("ទូរស័ព្ទរបស់ខ្ញុំមិនសាកថ្មទេ។ ខ្ញុំបានប្តូរឆ្នាំងសាក។", ["ទូរស័ព្ទរបស់ខ្ញុំមិនសាកថ្មទេ។", "ខ្ញុំបានប្តូរឆ្នាំងសាក។"]),
+    ("ဖုန်း အားမသွင်းပါ။ အားသွင်းကြိုး ပြောင်းပြီးပြီ။", ["ဖုန်း အားမသွင်းပါ။", "အားသွင်းကြိုး ပြောင်းပြီးပြီ။"]),
 ])
 def test_sentences_end_at_each_scripts_full_stop_and_question_mark(text, expected):
-    # Chinese ends a sentence with no space after it; Hindi's danda, Arabic's ؟ and Urdu's ۔ with one
+    # Chinese ends a sentence with no space after it; Hindi's danda, Arabic's ؟, Urdu's ۔, Armenian's ։,
+    # Khmer's ។ and Burmese's ။ with one
     assert [s for _, _, s in split_sentences(text)] == expected
 
 
