@@ -127,7 +127,8 @@ def find_error_messages(text: str) -> list[Hit]:
 
 # --- models -----------------------------------------------------------------------------------------
 
-_MODEL_TOKEN = re.compile(r"(?<![\w./@#\[-])(?P<m>(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+){0,3})(?![\w@\]]|\.\d|-\w)")
+# not after "%": "%2Fvar" of an encoded path is a byte, not a model
+_MODEL_TOKEN = re.compile(r"(?<![\w./@#\[%-])(?P<m>(?=[\w-]*\d)(?=[\w-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+){0,3})(?![\w@\]]|\.\d|-\w)")
 _MODEL_CUE = re.compile(
     r"\b(?:model|models|router|modem|printer|laptop|notebook|phone|handset|device|unit|tv|television|monitor|camera|"
     r"console|tablet|watch|speaker|headset|headphones|earbuds|gateway|extender|repeater|switch|card|gpu|cpu|"
@@ -145,7 +146,8 @@ _NOT_MODEL = re.compile(
 
 def find_models(text: str) -> list[Hit]:
     """Model numbers: tokens mixing letters and digits (R7000, SM-G991B, HC-31, DSL500), at least one
-    upper-case letter, not a version, an error code, a unit ("20GB", "5G") or a seat/line label ("5D").
+    upper-case letter, not a version, an error code, a unit ("20GB", "5G"), a seat/line label ("5D") or a
+    byte of an encoded path ("%2Fvar").
     Stronger after "model" or a device noun, or in parentheses after a product name."""
     hits = []
     error_spans = [(h.start, h.end) for h in find_error_codes(text)]

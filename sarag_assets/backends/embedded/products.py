@@ -204,7 +204,8 @@ def product_candidates(
     Not products: people (introductions, greetings, sign-offs), organizations ("Thanks for contacting
     X", "X Support"), carriers and payment services ("shipped with X", "paid with X"), plans ("the X
     plan", answers to "which plan?"), kinds of things ("my TV", "the DNS server"), menu paths
-    ("Settings > About"), button labels ("tap Save"), names denied in a correction ("it's X, not Y"),
+    ("Settings > About"), button labels ("tap Save"), identifiers and settings written in code
+    ("STRIPE_KEY", "ExecStart=..."), names denied in a correction ("it's X, not Y"),
     and values ``claimed`` by other detectors (plans, amounts, identifiers, codes, ...), nor names in the
     ``addressing`` sentences, (turn, text) of a letter's salutation and signature lines ("Dear Crate & Co
     team,"): whom a message addresses or who signs it. A model
@@ -267,6 +268,8 @@ def product_candidates(
             key = name.lower()
             if re.search(r"\d{6,}", name):
                 continue  # "MK-4782627": an order or account number, not a name
+            if "_" in name or re.match(r"\s*=", body[end:]):
+                continue  # "SPRING_PROFILES_ACTIVE", "ExecStart=...": an identifier or a setting in code, not a name
             if start == m.start() and at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", name):
                 continue  # what is left is a lone sentence-initial word ("Things I tried: ...")
             if len(name) < 2 or is_placeholder_only(name) or re.fullmatch(r"[\d.\s]+|\d{1,3}[A-Za-z]{1,2}", name):

@@ -214,6 +214,8 @@ def test_models():
     assert max(h.strength for h in strong) >= 0.75
     # units, seats, long identifiers and plain versions are not models
     assert find_models("I pay for 20GB on 5G, seat 12B, order CC-6395812, version 5.4.5.") == []
+    # nor is a byte of an encoded path
+    assert find_models('Get "http://%2Fvar%2Frun%2Fdocker.sock/v1.24/containers/json": permission denied') == []
 
 
 @pytest.mark.parametrize(
@@ -603,6 +605,18 @@ def test_values_written_against_chinese_and_japanese_are_found_verbatim():
     assert ("model", "WH-1000XM4") in {(f.signal, f.value) for f in analyze([("user", "ソニーのWH-1000XM4がペアリングできません。")]).findings}
     # Chinese is read as spaces, but a name is never read across it: "P40 P40" is not in the text
     assert product_of([("user", "我的P40手机P40坏了，请帮忙。")]) in (None, "P40")
+
+
+def test_product_is_not_an_identifier_or_a_setting_in_code():
+    turns = [("user", "STRIPE_KEY is empty in production although the deploy sets STRIPE_KEY in the env file.")]
+    assert product_of(turns) is None
+    turns = [
+        ("user", "the service won't start: Process: 2231 ExecStart=/opt/minecraft/start.sh (code=exited, status=203/EXEC)"),
+        ("agent", "your ExecStart=/opt/minecraft/start.sh has no x bit. chmod +x it, or write ExecStart=/bin/bash /opt/minecraft/start.sh"),
+    ]
+    assert product_of(turns) is None
+    turns = [("user", "My Flask app ignores SPRING_PROFILES_ACTIVE and STRIPE_KEY from the env file.")]
+    assert product_of(turns) == "Flask"
 
 
 def test_product_is_not_a_menu_path_button_or_dialog():
