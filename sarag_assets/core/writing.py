@@ -4,7 +4,8 @@ Chinese and Japanese (Han and kana) are written without spaces between words and
 their own full stops (。！？). Rules that count words by runs of word characters, or find values by word
 boundaries, read a whole Chinese sentence as one word and a code written against it ("华为P40手机") as
 part of that word. A question ends in its script's question mark: ? in most, ？ in Chinese and
-Japanese, ؟ in Arabic and Persian, ፧ in Ethiopic (Greek's ; is left out: it is also a semicolon). No Dagster imports.
+Japanese, ؟ in Arabic and Persian, ፧ in Ethiopic (Greek's ; is left out: it is also a semicolon). A word
+keeps its combining marks. No Dagster imports.
 """
 
 from __future__ import annotations

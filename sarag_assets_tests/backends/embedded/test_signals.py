@@ -611,8 +611,10 @@ def test_product_is_not_an_identifier_or_a_setting_in_code():
     turns = [("user", "STRIPE_KEY is empty in production although the deploy sets STRIPE_KEY in the env file.")]
     assert product_of(turns) is None
     turns = [
-        ("user", "the service won't start: Process: 2231 ExecStart=/opt/minecraft/start.sh (code=exited, status=203/EXEC)"),
-        ("agent", "your ExecStart=/opt/minecraft/start.sh has no x bit. chmod +x it, or write ExecStart=/bin/bash /opt/minecraft/start.sh"),
+        ("user", "the service won't start: Process: 2231 ExecStart=/opt/minecraft/start.sh "
+                 "(code=exited, status=203/EXEC)"),
+        ("agent", "your ExecStart=/opt/minecraft/start.sh has no x bit. chmod +x it, or write "
+                  "ExecStart=/bin/bash /opt/minecraft/start.sh"),
     ]
     assert product_of(turns) is None
     turns = [("user", "My Flask app ignores SPRING_PROFILES_ACTIVE and STRIPE_KEY from the env file.")]
