@@ -34,6 +34,13 @@ def test_latest_turn_weighs_most_and_helper_turns_least():
     assert weights[0] < weights[2]  # further back, less
 
 
+def test_a_decomposed_query_is_read_composed_as_the_corpus_was_landed():
+    # "Việt" typed or pasted decomposed ("Vie" + two combining marks + "t"); BM25 over the landed (composed)
+    # text would find no such word
+    q = read_query("Vie\u0323\u0302t Nam router drops the wifi")
+    assert q.turns[0].text == "Việt Nam router drops the wifi"
+
+
 def test_the_embedded_text_is_the_turns_in_order_and_a_long_one_loses_its_earliest_turns():
     turns = [{"speaker": "user", "text": "my router drops wifi every hour"},
              {"speaker": "agent", "text": "   "},
