@@ -252,7 +252,7 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
     source_names = metadata.pop("_names", None)
     if isinstance(source_names, list):
         names = [n for n in source_names if isinstance(n, str)] + names
-    metadata["_names"] = _unique(names)
+    metadata["_names"] = _unique(_composed(n) for n in names)  # as the text is, or redaction would miss them
     metadata["dropped_empty_turns"] = dropped
     metadata["role_inference"] = inference
     if draft.bad_timestamps:

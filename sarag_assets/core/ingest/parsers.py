@@ -29,7 +29,8 @@ outside the vocabulary (a thread of usernames) takes its opener as ``user`` and 
 a mix of role words and unknown labels is ambiguous and quarantined.
 
 Every conversation's metadata carries ``_names`` (personal names/handles known to the source, used
-for redaction later), ``dropped_empty_turns`` and ``role_inference``. Texts are kept as they are.
+for redaction later), ``dropped_empty_turns`` and ``role_inference``. Texts are kept as they are, in
+Unicode's composed form (NFC), and so are speakers and names.
 
 No Dagster here. Paths are local paths (``str`` or ``os.PathLike``).
 """

@@ -17,6 +17,7 @@ from sarag_assets.core.conversation import (
 from sarag_assets.core.ingest import parsers
 from sarag_assets.core.ingest.drafts import FORMATS
 from sarag_assets.core.ingest.parsers import count_records, iter_records, parse_file
+from sarag_assets.core.ingest.raw_dialogues import conversation_rows
 from sarag_assets.core.ingest.roles import role_hint_of_label, role_of_label
 from sarag_assets.core.ingest.sniffing import detect_format
 from sarag_assets_tests.paths import SAMPLES, TEST_DATA
@@ -723,6 +724,16 @@ def test_decomposed_text_lands_composed(tmp_path):
     assert c.turns[0].text == "Việt Nam: the router of Müller drops"
     assert c.turns[0].speaker == "Müller"
     assert c.turns[0].text.split()[0] == "Việt"  # one word of four characters, not "Vie" + marks + "t"
+
+
+def test_a_decomposed_name_the_source_gives_still_redacts_the_composed_text(tmp_path):
+    name = "Zoe\u0308 Ka\u0301lma\u0301n"  # as a decomposed export writes "Zoë Kálmán"
+    line = json.dumps({"dialogue_id": "d1", "metadata": {"_names": [name]}, "turns": [
+        {"speaker": "customer", "text": f"hi, this is {name}, my router drops wifi every night"},
+        {"speaker": "agent", "text": f"Hi {name}, please restart it"}]})
+    (c,) = parse_file(write_lines(tmp_path / "d.jsonl", [line])).conversations
+    texts = [row["text"] for row in conversation_rows(c, redact=True)]
+    assert not any("Zo" in t or "lm" in t for t in texts), texts
 
 
 def test_an_internal_error_becomes_a_file_level_quarantine(monkeypatch):
