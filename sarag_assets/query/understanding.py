@@ -230,7 +230,7 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
         if not isinstance(text, str):
             raise QueryError(f"turn {i} has no text")
         # as the corpus was read at ingest: a pasted HTML ticket is the text its reader saw, in composed form
-        parsed.append((str(speaker or "user"), unicodedata.normalize("NFC", plain_text(text[:MAX_QUERY_CHARS]))))
+        parsed.append((str(speaker or "user"), plain_text(text[:MAX_QUERY_CHARS])))
     if not any(text.strip() for _, text in parsed):
         raise QueryError("the query is empty")
     return Query(_weigh(parsed))

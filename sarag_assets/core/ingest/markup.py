@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import html
 import re
+import unicodedata
 from html.entities import html5
 from html.parser import HTMLParser
 
@@ -126,5 +127,6 @@ def plain_text(text: str) -> str:
     """The turn as its reader saw it (see the module docstring). Markup that shows no text (an image
     without alt text) stays as written: no turn becomes empty."""
     if is_html(text):
-        return html_to_text(text) or text
-    return decode_references(text)
+        return unicodedata.normalize("NFC", html_to_text(text) or text)
+    # composed as landed text is: a reference may write a combining mark ("e&#769;")
+    return unicodedata.normalize("NFC", decode_references(text))

@@ -53,6 +53,11 @@ def test_character_references_alone_are_decoded():
     assert plain_text("&notareference; &amp") == "&notareference; &amp"
 
 
+def test_a_combining_mark_written_as_a_reference_is_composed_as_landed_text_is():
+    assert plain_text("Vie&#x323;&#x302;t Nam") == "Việt Nam"
+    assert plain_text("<p>Zoe&#776; is here</p>") == "Zoë is here"
+
+
 def test_ingest_stores_the_rendered_text():
     conversation = Conversation("html-1", (Turn("alice", "user", FORUM_QUESTION), Turn("bob", "agent", FORUM_ANSWER)),
                                 position=1)
