@@ -44,18 +44,29 @@ def run_words(characters: int) -> int:
     return (characters + 1) // 2
 
 
+# Thai is written without spaces between words too. Its words average about four code points, marks
+# included: 4.12 over the 33 million tokens of the Thai National Corpus' word frequencies and 3.91 over the
+# Thai Textbook Corpus' (the lists pythainlp 5 ships, counted 2026-11-29). Lao, Khmer and Burmese have no
+# measured length here, so a run of them is still one word.
+THAI_WORD_LENGTH = 4
+_UNSPACED_RUN = regex.compile(f"(?P<cjk>[{CJK_RANGES}]+)|(?P<thai>[\u0e00-\u0e7f]+)")
+
+
 def words(text: str) -> int:
     """Words in ``text``: runs of word characters with their combining marks, a run of Han or kana
-    counting one word per two characters (the usual length of a word there) and a code written against it
-    as a word of its own."""
+    counting one word per two characters (the usual length of a word there), a run of Thai one per
+    `THAI_WORD_LENGTH` code points, and a code written against either as a word of its own."""
     count = 0
     for run in _WORD.findall(text):
-        if not _CJK.search(run):
+        if not _UNSPACED_RUN.search(run):
             count += 1
             continue
-        for piece in _CJK_RUN.split(run):
-            count += 1 if piece else 0
-        count += sum(run_words(len(m)) for m in _CJK_RUN.findall(run))
+        at = 0
+        for m in _UNSPACED_RUN.finditer(run):
+            count += 1 if m.start() > at else 0  # a code written against it ("P40" of "华为P40手机")
+            count += run_words(len(m.group())) if m.group("cjk") else -(-len(m.group()) // THAI_WORD_LENGTH)
+            at = m.end()
+        count += 1 if at < len(run) else 0
     return count
 
 

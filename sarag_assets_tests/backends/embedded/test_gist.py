@@ -313,3 +313,13 @@ def test_a_two_word_greeting_in_hindi_or_tamil_is_no_answer(backend, turns, gree
     # words and joined the fix
     g, _ = gist_of(backend, *turns)
     assert "2.1" in g["resolution"] and greeting not in g["resolution"]
+
+
+def test_a_thai_fix_written_without_spaces_is_an_answer(backend):
+    # "clear the cache and reinstall the app": one run of Thai, once one word and so no answer
+    g, _ = gist_of(backend,
+        ("user", "แอป Lumo ปิดตัวเองทุกครั้งที่เปิด ขึ้นข้อผิดพลาด E-478"),
+        ("agent", "ล้างแคชแล้วติดตั้งแอปใหม่"),
+        ("user", "โอเค"),
+    )
+    assert g["resolution"] == "ล้างแคชแล้วติดตั้งแอปใหม่"
