@@ -39,9 +39,10 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
-def run_words(characters: int) -> int:
-    """Words in a run of Han or kana: one per two characters, the usual length of a word there."""
-    return (characters + 1) // 2
+def run_words(characters: int, word_length: int = 2) -> int:
+    """Words in a run of a script written without spaces: one per ``word_length`` characters, begun
+    words counting (Han and kana: two, the usual length of a word there)."""
+    return -(-characters // word_length)
 
 
 # Thai is written without spaces between words too. Its words average about four code points, marks
@@ -64,7 +65,7 @@ def words(text: str) -> int:
         at = 0
         for m in _UNSPACED_RUN.finditer(run):
             count += 1 if m.start() > at else 0  # a code written against it ("P40" of "华为P40手机")
-            count += run_words(len(m.group())) if m.group("cjk") else -(-len(m.group()) // THAI_WORD_LENGTH)
+            count += run_words(len(m.group()), 2 if m.group("cjk") else THAI_WORD_LENGTH)
             at = m.end()
         count += 1 if at < len(run) else 0
     return count

@@ -126,7 +126,6 @@ def html_to_text(text: str) -> str:
 def plain_text(text: str) -> str:
     """The turn as its reader saw it (see the module docstring). Markup that shows no text (an image
     without alt text) stays as written: no turn becomes empty."""
-    if is_html(text):
-        return unicodedata.normalize("NFC", html_to_text(text) or text)
+    shown = (html_to_text(text) or text) if is_html(text) else decode_references(text)
     # composed as landed text is: a reference may write a combining mark ("e&#769;")
-    return unicodedata.normalize("NFC", decode_references(text))
+    return unicodedata.normalize("NFC", shown)
