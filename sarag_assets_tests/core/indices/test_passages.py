@@ -80,3 +80,26 @@ def test_empty_conversation_has_no_passage_but_keeps_its_text_row(fits):
     # one passage: the conversation's vector is that passage's
     passage_vector = encoded["conversation_passages"]["vector"].to_list()[0]
     assert max(abs(a - b) for a, b in zip(vectors[1], passage_vector)) < 1e-5
+
+
+def test_every_tables_texts_are_encoded_in_one_call_and_each_row_keeps_its_own_vector():
+    embedder = default_embedder()
+    calls = []
+
+    def encode(texts):
+        calls.append(list(texts))
+        return embedder.encode(texts)
+
+    issues = pl.DataFrame({"id": ["a", "b"], "dialogue_id": ["a", "b"],
+                           "text": ["Router drops wifi every evening.", "Printer jams on page two."]})
+    nodes = pl.DataFrame({"id": ["a#0"], "dialogue_id": ["a"], "text": ["Update the router firmware."]})
+    passages = pl.DataFrame({"id": ["a:0", "b:0"], "dialogue_id": ["a", "b"],
+                             "text": ["My router drops wifi.\nUpdate its firmware.", "The printer jams.\nClean the roller."]})
+    texts = pl.DataFrame({"id": ["a", "b"], "dialogue_id": ["a", "b"], "text": ["unused", "unused"]})
+    encoded = encode_tables(BatchIndexRows({"issue_documents": issues, "graph_nodes": nodes,
+                                            "conversation_passages": passages, "conversation_texts": texts}), encode)
+    assert len(calls) == 1 and len(calls[0]) == 5  # the conversations' own vectors come from their passages
+    for name, frame in (("issue_documents", issues), ("graph_nodes", nodes), ("conversation_passages", passages)):
+        expected = embedder.encode(frame["text"].to_list())
+        stored = encoded[name]["vector"].to_list()
+        assert all(max(abs(a - b) for a, b in zip(s, e)) < 1e-5 for s, e in zip(stored, expected)), name
