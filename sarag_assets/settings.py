@@ -94,8 +94,9 @@ class Settings(BaseModel):
     gates: bool = Field(True, description="ablation switch: false keeps every extracted value (no semantic or structural gate)")
     embedding_model: str | None = Field(None, description="a local sentence-transformers model path or name; unset = the packaged all-MiniLM-L6-v2")
     query_threads: int = Field(1, ge=0, description="threads a query is encoded on and BLAS threads of the cluster route (0 = the libraries' defaults)")
-    encoder_runtime: Literal["onnx", "torch", "bf16"] = Field(
-        "onnx", description="what encodes texts, in the pipeline and for queries: onnx (ONNX Runtime), torch, "
+    encoder_runtime: Literal["auto", "onnx", "torch", "bf16"] = Field(
+        "auto", description="what encodes texts, in the pipeline and for queries: auto (whichever of onnx and torch "
+                            "this machine runs faster, timed once per machine), onnx (ONNX Runtime), torch, "
                             "or bf16 (the pipeline in bfloat16 where the CPU has it, queries on onnx)")
     exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
     sql_timeout_s: float = Field(10.0, gt=0, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped")

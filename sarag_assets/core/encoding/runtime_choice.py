@@ -1,0 +1,176 @@
+"""Which runtime encodes fastest on this machine, measured once and remembered. No Dagster.
+
+torch and ONNX Runtime give the same vectors (to ~1e-7), but which is faster depends on the CPU: ONNX
+Runtime on the AVX2 and AVX-512 machines measured here, torch on those with AMX (docs/results.md). So the
+`auto` runtime times both on the same texts and takes the faster, separately for the two workloads: the
+pipeline's batches (texts per second) and a query's one short text (milliseconds). The answer is kept in
+the model cache (`onnx_encoder.model_cache_dir`), named by what it depends on (the CPU, the cores, the
+threads, the model and the runtimes' versions), so a machine measures once and a changed one measures again.
+bfloat16 is no candidate: its vectors are not the same (it stays a setting one chooses).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import platform
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+CANDIDATES = ("onnx", "torch")
+# Word counts of the timed texts: a transformer's cost depends on the number of word pieces, not on the
+# words, and the pipeline encodes single turns, windows of turns and whole conversations (cut at 256).
+SAMPLE_LENGTHS = (8, 16, 32, 64, 128, 256)
+SAMPLE_PER_LENGTH = 12
+QUERY_SAMPLES = 15
+ROUNDS = 2  # after one untimed round; the runtimes alternate so a drift of the machine's speed hits both
+_WORDS = ("the router drops the connection after the firmware update and error E-1234 shows on the "
+          "display when I restart it twice from the app settings page").split()
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RuntimeChoice:
+    batches: str  # the pipeline's runtime
+    queries: str  # the query side's runtime
+    texts_per_second: dict[str, float]  # per candidate, on the sample's batch
+    query_ms: dict[str, float]  # per candidate, median of one short text
+    machine: str
+    measured_at: str
+
+
+def sample_texts() -> list[str]:
+    return [" ".join(_WORDS[(start + k) % len(_WORDS)] for k in range(n))
+            for n in SAMPLE_LENGTHS for start in range(SAMPLE_PER_LENGTH)]
+
+
+def _cpu() -> dict[str, str]:
+    name, flags = platform.processor(), ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("model name") and not name:
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags") and not flags:
+                    flags = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"cpu": name, "flags": hashlib.sha256(flags.encode()).hexdigest()[:12], "cores": str(os.cpu_count())}
+
+
+def machine_key(model_dir: str, threads: int | None, query_threads: int | None) -> str:
+    """What the answer depends on, as a short hash."""
+    from importlib.metadata import version
+
+    key = {**_cpu(), "model": str(Path(model_dir).resolve()), "threads": threads, "query_threads": query_threads,
+           "torch": version("torch"), "onnxruntime": version("onnxruntime")}
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def _torch_threads(threads: int | None):
+    """torch's thread count is process-wide: set it for a measurement and put it back after."""
+    import torch
+
+    @contextlib.contextmanager
+    def scope():
+        before = torch.get_num_threads()
+        if threads:
+            torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+    return scope()
+
+
+def measure(model_name: str, threads: int | None, query_threads: int | None, texts: list[str] | None = None) -> RuntimeChoice:
+    """Time each candidate on ``texts`` (a batch) and on single short texts; the faster wins each workload."""
+    from sarag_assets.core.encoding.embedder import Embedder
+
+    texts = texts or sample_texts()
+    batch = {r: Embedder(model_name, runtime=r, threads=threads if r == "onnx" else None) for r in CANDIDATES}
+    single = {r: Embedder(model_name, runtime=r, threads=query_threads if r == "onnx" else None) for r in CANDIDATES}
+    for embedder in (*batch.values(), *single.values()):
+        _ = embedder.dimension  # load before timing
+    runnable = [r for r in CANDIDATES if batch[r].runtime == r]  # a model ONNX Runtime cannot run is torch's
+    best: dict[str, float] = {}
+    for round_ in range(ROUNDS + 1):
+        for runtime in (runnable if round_ % 2 else runnable[::-1]):
+            with _torch_threads(threads):
+                started = time.perf_counter()
+                batch[runtime]._encode(texts)  # not `encode`: its cache would answer the second round
+                seconds = time.perf_counter() - started
+            if round_:
+                best[runtime] = min(best.get(runtime, seconds), seconds)
+    query_ms: dict[str, float] = {}
+    for runtime in runnable:
+        with _torch_threads(query_threads):
+            single[runtime]._encode([texts[0]])
+            times = []
+            for i in range(QUERY_SAMPLES):
+                started = time.perf_counter()
+                single[runtime]._encode([texts[i % len(texts)]])
+                times.append(time.perf_counter() - started)
+        query_ms[runtime] = round(1000 * sorted(times)[len(times) // 2], 3)
+    rates = {r: round(len(texts) / s, 1) for r, s in best.items()}
+    return RuntimeChoice(batches=max(rates, key=rates.get), queries=min(query_ms, key=query_ms.get),
+                         texts_per_second=rates, query_ms=query_ms, machine=", ".join(_cpu().values()),
+                         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+
+
+def _read(path: Path) -> RuntimeChoice | None:
+    try:
+        choice = RuntimeChoice(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError):
+        return None
+    if choice.batches not in CANDIDATES or choice.queries not in CANDIDATES:
+        return None
+    return choice
+
+
+_CHOSEN: dict[str, RuntimeChoice] = {}
+
+
+def fastest_runtimes(model_name: str | None = None, threads: int | None = None, query_threads: int | None = 1) -> RuntimeChoice:
+    """This machine's faster runtime for batches and for queries: remembered in the model cache, else
+    measured (about 15 s, once) and kept there. Processes that start at once measure one at a time, and
+    the later ones read the first one's answer. A cache that cannot be written costs a measurement per
+    process, not an error."""
+    from sarag_assets.core.encoding.embedder import DEFAULT_MODEL, model_path
+    from sarag_assets.core.encoding.onnx_encoder import model_cache_dir
+
+    model_name = model_name or DEFAULT_MODEL
+    key = machine_key(model_path(model_name), threads, query_threads)
+    if key in _CHOSEN:
+        return _CHOSEN[key]
+    path = model_cache_dir() / "runtime" / f"{key}.json"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.with_suffix(".lock"), "a")
+    except OSError as error:
+        log.warning("cannot keep the runtime choice in %s (%s); measuring for this process", path.parent, error)
+        lock = None
+    with lock or contextlib.nullcontext():
+        if lock is not None:
+            import fcntl
+
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        choice = _read(path)
+        if choice is None:
+            choice = measure(model_name, threads, query_threads)
+            log.warning("encoder runtime chosen by timing both: %s for batches (%s texts/s), %s for queries (%s ms)",
+                        choice.batches, choice.texts_per_second, choice.queries, choice.query_ms)
+            if lock is not None:
+                fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
+                with os.fdopen(fd, "w", encoding="utf-8") as out:
+                    json.dump(asdict(choice), out, indent=1)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, path)  # readers see the whole answer or none
+    _CHOSEN[key] = choice
+    return choice
