@@ -39,9 +39,13 @@ def has_cjk(text: str) -> bool:
     return bool(_CJK.search(text))
 
 
-def run_words(characters: int, word_length: int = 2) -> int:
+# Han and kana words are mostly two characters long.
+CJK_WORD_LENGTH = 2
+
+
+def run_words(characters: int, word_length: int = CJK_WORD_LENGTH) -> int:
     """Words in a run of a script written without spaces: one per ``word_length`` characters, begun
-    words counting (Han and kana: two, the usual length of a word there)."""
+    words counting (Han and kana by default)."""
     return -(-characters // word_length)
 
 
@@ -55,7 +59,7 @@ _UNSPACED_RUN = regex.compile(f"(?P<cjk>[{CJK_RANGES}]+)|(?P<thai>[\u0e00-\u0e7f
 
 def words(text: str) -> int:
     """Words in ``text``: runs of word characters with their combining marks, a run of Han or kana
-    counting one word per two characters (the usual length of a word there), a run of Thai one per
+    counting one word per `CJK_WORD_LENGTH` characters, a run of Thai one per
     `THAI_WORD_LENGTH` code points, and a code written against either as a word of its own."""
     count = 0
     for run in _WORD.findall(text):
@@ -65,7 +69,7 @@ def words(text: str) -> int:
         at = 0
         for m in _UNSPACED_RUN.finditer(run):
             count += 1 if m.start() > at else 0  # a code written against it ("P40" of "华为P40手机")
-            count += run_words(len(m.group()), 2 if m.group("cjk") else THAI_WORD_LENGTH)
+            count += run_words(len(m.group()), CJK_WORD_LENGTH if m.group("cjk") else THAI_WORD_LENGTH)
             at = m.end()
         count += 1 if at < len(run) else 0
     return count
