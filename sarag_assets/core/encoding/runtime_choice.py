@@ -39,15 +39,18 @@ log = logging.getLogger(__name__)
 class RuntimeChoice:
     batches: str  # the pipeline's runtime
     queries: str  # the query side's runtime
-    texts_per_second: dict[str, float]  # per candidate, on the sample's batch
+    texts_per_second: dict[str, float]  # per candidate, over the sample
     query_ms: dict[str, float]  # per candidate, median of one short text
     machine: str
     measured_at: str
 
 
-def sample_texts() -> list[str]:
-    return [" ".join(_WORDS[(start + k) % len(_WORDS)] for k in range(n))
-            for n in SAMPLE_LENGTHS for start in range(SAMPLE_PER_LENGTH)]
+def sample_texts() -> list[list[str]]:
+    """Texts of each length, a group per length: the pipeline encodes thousands of texts at once, which
+    both runtimes run in batches of similar length, so a sample mixing lengths in one small call would
+    time torch's padding of short texts to long ones (measured: a fifth of its rate), not its speed."""
+    return [[" ".join(_WORDS[(start + k) % len(_WORDS)] for k in range(n)) for start in range(SAMPLE_PER_LENGTH)]
+            for n in SAMPLE_LENGTHS]
 
 
 def _cpu() -> dict[str, str]:
@@ -89,11 +92,12 @@ def _torch_threads(threads: int | None):
     return scope()
 
 
-def measure(model_name: str, threads: int | None, query_threads: int | None, texts: list[str] | None = None) -> RuntimeChoice:
-    """Time each candidate on ``texts`` (a batch) and on single short texts; the faster wins each workload."""
+def measure(model_name: str, threads: int | None, query_threads: int | None) -> RuntimeChoice:
+    """Time each candidate on the sample's groups and on single short texts; the faster wins each workload."""
     from sarag_assets.core.encoding.embedder import Embedder
 
-    texts = texts or sample_texts()
+    groups = sample_texts()
+    texts = [text for group in groups for text in group]
     batch = {r: Embedder(model_name, runtime=r, threads=threads if r == "onnx" else None) for r in CANDIDATES}
     single = {r: Embedder(model_name, runtime=r, threads=query_threads if r == "onnx" else None) for r in CANDIDATES}
     for embedder in (*batch.values(), *single.values()):
@@ -104,7 +108,8 @@ def measure(model_name: str, threads: int | None, query_threads: int | None, tex
         for runtime in (runnable if round_ % 2 else runnable[::-1]):
             with _torch_threads(threads):
                 started = time.perf_counter()
-                batch[runtime]._encode(texts)  # not `encode`: its cache would answer the second round
+                for group in groups:
+                    batch[runtime]._encode(group)  # not `encode`: its cache would answer the second round
                 seconds = time.perf_counter() - started
             if round_:
                 best[runtime] = min(best.get(runtime, seconds), seconds)
@@ -139,7 +144,7 @@ _CHOSEN: dict[str, RuntimeChoice] = {}
 
 def fastest_runtimes(model_name: str | None = None, threads: int | None = None, query_threads: int | None = 1) -> RuntimeChoice:
     """This machine's faster runtime for batches and for queries: remembered in the model cache, else
-    measured (about 15 s, once) and kept there. Processes that start at once measure one at a time, and
+    measured (about 10 s, once) and kept there. Processes that start at once measure one at a time, and
     the later ones read the first one's answer. A cache that cannot be written costs a measurement per
     process, not an error."""
     from sarag_assets.core.encoding.embedder import DEFAULT_MODEL, model_path
