@@ -68,11 +68,12 @@ def _cpu() -> dict[str, str]:
 
 
 def machine_key(model_dir: str, threads: int | None, query_threads: int | None) -> str:
-    """What the answer depends on, as a short hash."""
+    """What the answer depends on, as a short hash: the machine, the model, the runtimes and the sample."""
     from importlib.metadata import version
 
     key = {**_cpu(), "model": str(Path(model_dir).resolve()), "threads": threads, "query_threads": query_threads,
-           "torch": version("torch"), "onnxruntime": version("onnxruntime")}
+           "torch": version("torch"), "onnxruntime": version("onnxruntime"),
+           "sample": [SAMPLE_LENGTHS, SAMPLE_PER_LENGTH, ROUNDS, QUERY_SAMPLES]}  # another sample: measure again
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
 
 

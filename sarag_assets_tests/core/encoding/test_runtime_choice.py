@@ -51,12 +51,16 @@ def test_auto_takes_the_runtime_timed_faster_for_each_workload_and_keeps_the_ans
     assert np.abs(embedder.encode(texts) - Embedder(runtime="torch").encode(texts)).max() < 1e-5
 
 
-def test_the_answer_depends_on_the_machine_and_the_threads(monkeypatch):
+def test_the_answer_depends_on_the_machine_the_threads_and_the_sample(monkeypatch):
     model = "/models/m"
     base = machine_key(model, None, 1)
     assert machine_key(model, 4, 1) != base and machine_key(model, None, 2) != base
     real = runtime_choice._cpu()
-    monkeypatch.setattr(runtime_choice, "_cpu", lambda: {**real, "flags": "other"})
+    with monkeypatch.context() as patched:
+        patched.setattr(runtime_choice, "_cpu", lambda: {**real, "flags": "other"})
+        assert machine_key(model, None, 1) != base
+    assert machine_key(model, None, 1) == base
+    monkeypatch.setattr(runtime_choice, "SAMPLE_PER_LENGTH", runtime_choice.SAMPLE_PER_LENGTH + 1)
     assert machine_key(model, None, 1) != base
 
 
