@@ -5,7 +5,8 @@ Runtime on the AVX2 and AVX-512 machines measured here, torch on those with AMX 
 `auto` runtime times both on the same texts and takes the faster, separately for the two workloads: the
 pipeline's batches (texts per second) and a query's one short text (milliseconds). The answer is kept in
 the model cache (`onnx_encoder.model_cache_dir`), named by what it depends on (the CPU, the cores, the
-threads, the model and the runtimes' versions), so a machine measures once and a changed one measures again.
+threads, the model, the runtimes' versions and the sample), so a machine measures once and a changed one
+measures again.
 bfloat16 is no candidate: its vectors are not the same (it stays a setting one chooses).
 """
 
@@ -164,9 +165,12 @@ def fastest_runtimes(model_name: str | None = None, threads: int | None = None, 
         lock = None
     with lock or contextlib.nullcontext():
         if lock is not None:
-            import fcntl
-
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            try:
+                import fcntl
+            except ImportError:  # not on Windows: there, processes starting at once may each measure
+                pass
+            else:
+                fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         choice = _read(path)
         if choice is None:
             choice = measure(model_name, threads, query_threads)
