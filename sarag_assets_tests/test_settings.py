@@ -139,11 +139,11 @@ def test_a_renamed_setting_still_works_under_its_former_name_and_the_new_name_wi
 def test_the_pipeline_encodes_with_the_runtime_the_settings_name(tmp_path):
     from sarag_assets.defs.resources import EmbedderResource
 
-    from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+    from sarag_assets.core.encoding.embedder import runtime_choice
 
     by_default = Settings.load(tmp_path, environ={})
     assert by_default.encoder_runtime == "auto"
-    assert EmbedderResource().embedder(by_default).runtime == fastest_runtimes().batches
+    assert EmbedderResource().embedder(by_default).runtime == runtime_choice().batches
     onnx = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "onnx"})
     assert EmbedderResource().embedder(onnx).runtime == "onnx"
     torch = Settings.load(tmp_path, environ={"SARAG_ENCODER_RUNTIME": "torch"})

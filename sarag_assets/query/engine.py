@@ -228,9 +228,9 @@ class Sarag:
             # vectors are within the same tolerance of the model's
             runtime = "onnx" if self.config.encoder_runtime == "bf16" else self.config.encoder_runtime
             if runtime == "auto":  # the faster on one short text, which need not be the pipeline's
-                from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+                from sarag_assets.core.encoding.embedder import runtime_choice
 
-                runtime = fastest_runtimes(self.config.embedding_model, None, threads).queries
+                runtime = runtime_choice(self.config.embedding_model, None, threads).queries
             self._embedder = Embedder(self.config.embedding_model, runtime=runtime, threads=threads)
         return self._embedder
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dagster as dg
 import duckdb
 
-from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+from sarag_assets.core.encoding.embedder import runtime_choice
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
@@ -36,7 +36,7 @@ def test_steps_report_their_encoding_and_an_unchanged_rerun_encodes_nothing(home
         # the graphs compare texts the candidate step already encoded: they may find them all in the home
         assert asset == "dialogue_graphs" or (meta["encoder_texts"] > 0 and meta["encoder_seconds"] > 0), asset
         assert "encoder_texts" in meta and not [k for k in meta if k.startswith("llm_")], f"{asset}: llm_* metadata under the embedded backend"
-        assert meta["encoder_runtime"] == fastest_runtimes().batches  # the setting's default: auto
+        assert meta["encoder_runtime"] == runtime_choice().batches  # the setting's default: auto
 
     with duckdb.connect(str(home.warehouse), read_only=True) as con:
         (cached,) = con.execute("SELECT count(*) FROM embedding_cache").fetchone()

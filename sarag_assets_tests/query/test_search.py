@@ -124,11 +124,11 @@ def test_a_longer_list_starts_with_the_shorter_one(engine, generated_queries):
 
 def test_queries_are_encoded_by_onnx_runtime_with_the_same_ranking_as_torch(engine, generated_queries, built_home,
                                                                           monkeypatch):
-    from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+    from sarag_assets.core.encoding.embedder import runtime_choice
     from sarag_assets.query.engine import Sarag
 
     # by default, the runtime this machine runs one short text on faster
-    assert engine.embedder.runtime == fastest_runtimes(None, None, 1).queries
+    assert engine.embedder.runtime == runtime_choice(None, None, 1).queries
     monkeypatch.setenv("SARAG_ENCODER_RUNTIME", "onnx")
     by_onnx = Sarag(built_home)
     assert by_onnx.embedder.runtime == "onnx", by_onnx.embedder.fallback_reason

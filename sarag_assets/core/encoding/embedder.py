@@ -101,9 +101,7 @@ class Embedder:
         self.threads = threads  # None: the runtime's default (torch's is process-wide)
         self.fallback_reason: str | None = None  # why an embedder runs another runtime than asked
         if runtime == "auto":
-            from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
-
-            runtime = fastest_runtimes(self.model_name, threads).batches
+            runtime = runtime_choice(self.model_name, threads).batches
         if runtime == "bf16" and not native_bf16():
             runtime = "onnx"
             self.fallback_reason = f"this CPU has no bfloat16 instructions ({' or '.join(BF16_CPU_FLAGS)})"
@@ -232,6 +230,16 @@ class Embedder:
         model = self._torch_model()
         pieces = model.tokenizer(text.strip(), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
         return len(pieces) <= int(model.max_seq_length)
+
+
+def runtime_choice(model_name: str | None = None, threads: int | None = None, query_threads: int | None = 1):
+    """This machine's faster runtimes for the model, for batches on ``threads`` and for a query on
+    ``query_threads`` (`core.encoding.runtime_choice`: timed once per machine)."""
+    from sarag_assets.core.encoding.runtime_choice import fastest_runtimes
+
+    name = model_name or DEFAULT_MODEL
+    return fastest_runtimes(model_path(name), threads, query_threads,
+                            lambda runtime, n: Embedder(name, runtime=runtime, threads=n, memory_entries=0))
 
 
 _DEFAULT: Embedder | None = None

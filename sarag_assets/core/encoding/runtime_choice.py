@@ -22,6 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable, Protocol, Sequence
 
 CANDIDATES = ("onnx", "torch")
 # Word counts of the timed texts: a transformer's cost depends on the number of word pieces, not on the
@@ -34,6 +35,17 @@ _WORDS = ("the router drops the connection after the firmware update and error E
           "display when I restart it twice from the app settings page").split()
 
 log = logging.getLogger(__name__)
+
+
+class Encoder(Protocol):
+    runtime: str  # the runtime it runs on (another than asked when it fell back)
+
+    def encode(self, texts: Sequence[str]): ...
+
+
+# (runtime, threads) -> an encoder of the model on that runtime that encodes every text it is given
+# (no cache: a cached text would answer a timed round)
+MakeEncoder = Callable[[str, "int | None"], Encoder]
 
 
 @dataclass(frozen=True)
@@ -94,16 +106,15 @@ def _torch_threads(threads: int | None):
     return scope()
 
 
-def measure(model_name: str, threads: int | None, query_threads: int | None) -> RuntimeChoice:
+def measure(make_encoder: MakeEncoder, threads: int | None, query_threads: int | None) -> RuntimeChoice:
     """Time each candidate on the sample's groups and on single short texts; the faster wins each workload."""
-    from sarag_assets.core.encoding.embedder import Embedder
-
     groups = sample_texts()
     texts = [text for group in groups for text in group]
-    batch = {r: Embedder(model_name, runtime=r, threads=threads if r == "onnx" else None) for r in CANDIDATES}
-    single = {r: Embedder(model_name, runtime=r, threads=query_threads if r == "onnx" else None) for r in CANDIDATES}
-    for embedder in (*batch.values(), *single.values()):
-        _ = embedder.dimension  # load before timing
+    # torch's threads are set around each timing (process-wide); ONNX Runtime's belong to its session
+    batch = {r: make_encoder(r, threads if r == "onnx" else None) for r in CANDIDATES}
+    single = {r: make_encoder(r, query_threads if r == "onnx" else None) for r in CANDIDATES}
+    for encoder in (*batch.values(), *single.values()):
+        encoder.encode(["load the model before timing"])
     runnable = [r for r in CANDIDATES if batch[r].runtime == r]  # a model ONNX Runtime cannot run is torch's
     best: dict[str, float] = {}
     for round_ in range(ROUNDS + 1):
@@ -111,18 +122,18 @@ def measure(model_name: str, threads: int | None, query_threads: int | None) -> 
             with _torch_threads(threads):
                 started = time.perf_counter()
                 for group in groups:
-                    batch[runtime]._encode(group)  # not `encode`: its cache would answer the second round
+                    batch[runtime].encode(group)
                 seconds = time.perf_counter() - started
             if round_:
                 best[runtime] = min(best.get(runtime, seconds), seconds)
     query_ms: dict[str, float] = {}
     for runtime in runnable:
         with _torch_threads(query_threads):
-            single[runtime]._encode([texts[0]])
+            single[runtime].encode([texts[0]])
             times = []
             for i in range(QUERY_SAMPLES):
                 started = time.perf_counter()
-                single[runtime]._encode([texts[i % len(texts)]])
+                single[runtime].encode([texts[i % len(texts)]])
                 times.append(time.perf_counter() - started)
         query_ms[runtime] = round(1000 * sorted(times)[len(times) // 2], 3)
     rates = {r: round(len(texts) / s, 1) for r, s in best.items()}
@@ -144,16 +155,15 @@ def _read(path: Path) -> RuntimeChoice | None:
 _CHOSEN: dict[str, RuntimeChoice] = {}
 
 
-def fastest_runtimes(model_name: str | None = None, threads: int | None = None, query_threads: int | None = 1) -> RuntimeChoice:
-    """This machine's faster runtime for batches and for queries: remembered in the model cache, else
-    measured (about 10 s, once) and kept there. Processes that start at once measure one at a time, and
-    the later ones read the first one's answer. A cache that cannot be written costs a measurement per
-    process, not an error."""
-    from sarag_assets.core.encoding.embedder import DEFAULT_MODEL, model_path
+def fastest_runtimes(model_dir: str, threads: int | None, query_threads: int | None,
+                     make_encoder: MakeEncoder) -> RuntimeChoice:
+    """This machine's faster runtime for batches and for queries of the model at ``model_dir``:
+    remembered in the model cache, else measured (about 10 s, once) and kept there. Processes that start
+    at once measure one at a time, and the later ones read the first one's answer. A cache that cannot be
+    written costs a measurement per process, not an error."""
     from sarag_assets.core.encoding.onnx_encoder import model_cache_dir
 
-    model_name = model_name or DEFAULT_MODEL
-    key = machine_key(model_path(model_name), threads, query_threads)
+    key = machine_key(model_dir, threads, query_threads)
     if key in _CHOSEN:
         return _CHOSEN[key]
     path = model_cache_dir() / "runtime" / f"{key}.json"
@@ -173,7 +183,7 @@ def fastest_runtimes(model_name: str | None = None, threads: int | None = None, 
                 fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         choice = _read(path)
         if choice is None:
-            choice = measure(model_name, threads, query_threads)
+            choice = measure(make_encoder, threads, query_threads)
             log.warning("encoder runtime chosen by timing both: %s for batches (%s texts/s), %s for queries (%s ms)",
                         choice.batches, choice.texts_per_second, choice.queries, choice.query_ms)
             if lock is not None:

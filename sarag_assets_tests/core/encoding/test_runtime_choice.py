@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from sarag_assets.core.encoding import runtime_choice
+from sarag_assets.core.encoding import embedder, runtime_choice
 from sarag_assets.core.encoding.embedder import Embedder
-from sarag_assets.core.encoding.runtime_choice import fastest_runtimes, machine_key
+from sarag_assets.core.encoding.runtime_choice import machine_key
 
 # a smaller sample than a machine's real measurement, timed the same way
 SMALL_SAMPLE = 2
@@ -35,7 +35,7 @@ def _measurements_forbidden(monkeypatch):
 
 
 def test_auto_takes_the_runtime_timed_faster_for_each_workload_and_keeps_the_answer(cache, monkeypatch):
-    choice = fastest_runtimes()
+    choice = embedder.runtime_choice()
     assert set(choice.texts_per_second) == set(choice.query_ms) == {"onnx", "torch"}
     assert all(rate > 0 for rate in choice.texts_per_second.values())
     assert choice.batches == max(choice.texts_per_second, key=choice.texts_per_second.get)
@@ -44,11 +44,11 @@ def test_auto_takes_the_runtime_timed_faster_for_each_workload_and_keeps_the_ans
     assert len(kept) == 1 and json.loads(kept[0].read_text())["batches"] == choice.batches
 
     _measurements_forbidden(monkeypatch)  # as a new process on the same machine
-    assert fastest_runtimes() == choice
-    embedder = Embedder(runtime="auto")
-    assert embedder.runtime == choice.batches
+    assert embedder.runtime_choice() == choice
+    by_choice = Embedder(runtime="auto")
+    assert by_choice.runtime == choice.batches
     texts = ["the printer shows E-1234 after the update", "Le routeur redémarre sans cesse", "ok"]
-    assert np.abs(embedder.encode(texts) - Embedder(runtime="torch").encode(texts)).max() < 1e-5
+    assert np.abs(by_choice.encode(texts) - Embedder(runtime="torch").encode(texts)).max() < 1e-5
 
 
 def test_the_answer_depends_on_the_machine_the_threads_and_the_sample(monkeypatch):
@@ -65,11 +65,11 @@ def test_the_answer_depends_on_the_machine_the_threads_and_the_sample(monkeypatc
 
 
 def test_a_damaged_answer_is_measured_again(cache, monkeypatch):
-    first = fastest_runtimes()
+    first = embedder.runtime_choice()
     kept = next((cache / "runtime").glob("*.json"))
     kept.write_text('{"batches": "tensorflow"')
     monkeypatch.setattr(runtime_choice, "_CHOSEN", {})
-    again = fastest_runtimes()
+    again = embedder.runtime_choice()
     assert again.measured_at >= first.measured_at and again.batches in ("onnx", "torch")
     assert json.loads(kept.read_text())["batches"] == again.batches
 
@@ -80,13 +80,14 @@ def test_a_cache_it_cannot_write_costs_a_measurement_not_an_error(tmp_path, monk
     monkeypatch.setenv("SARAG_MODEL_CACHE", str(blocked))
     monkeypatch.setattr(runtime_choice, "_CHOSEN", {})
     monkeypatch.setattr(runtime_choice, "SAMPLE_PER_LENGTH", SMALL_SAMPLE)
-    assert fastest_runtimes().batches in ("onnx", "torch")
+    assert embedder.runtime_choice().batches in ("onnx", "torch")
     assert blocked.read_text() == "not a folder"
 
 
 def test_processes_starting_at_once_measure_once(cache):
     script = (f"from sarag_assets.core.encoding import runtime_choice as r; r.SAMPLE_PER_LENGTH = {SMALL_SAMPLE}; "
-              "c = r.fastest_runtimes(); print(c.batches, c.measured_at)")
+              "from sarag_assets.core.encoding.embedder import runtime_choice; "
+              "c = runtime_choice(); print(c.batches, c.measured_at)")
     env = {**os.environ, "SARAG_MODEL_CACHE": str(cache)}
     started = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True) for _ in range(2)]
