@@ -81,7 +81,7 @@ from sarag_assets.backends.embedded.columns import (
 )
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
 from sarag_assets.backends.embedded.findings import Analysis, Finding
-from sarag_assets.backends.embedded.gist import apply_gist, gist_texts
+from sarag_assets.backends.embedded.gist import GIST_SIGNALS, apply_gist, gist_texts
 from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
 from sarag_assets.backends.embedded.text import (
     _STOP,
@@ -484,10 +484,13 @@ class EmbeddedBackend:
         kept = self._merge_lexical([c for c, _, _ in self._proposals(an)])
         return gist_texts(an) + [self._problem_text(an)] + [self._desc(c) for c in kept]
 
-    def prepare(self, step: str, conversations: Sequence[ConversationInput]) -> None:
+    def prepare(self, step: str, conversations: Sequence[ConversationInput],
+                metadata: GovernedMetadata | None = None) -> None:
         """Bring into memory in one batched call every vector the next `step` calls need: encoded for
         candidate_schema and dialogue_graph (same results up to float noise), read from the home's cache for
-        extract_row (which encodes few of its sentences). A conversation failing here fails in its call."""
+        extract_row (which encodes few of its sentences; `metadata`, when given, holds the columns those
+        calls extract, and only the texts they may read are read). A conversation failing here fails in its
+        call."""
         if not conversations or step not in ("candidate_schema", "dialogue_graph", "extract_row"):
             return
         if step == "candidate_schema":
@@ -497,7 +500,14 @@ class EmbeddedBackend:
 
             texts_of, texts = dialogue_graph_texts, []
         else:
-            texts_of, texts = self._extraction_texts, []
+            gist = sentences = True
+            if metadata is not None:
+                descs = self._desc_vectors(metadata.columns)
+                gist, sentences = self._reads_gist(metadata.columns, descs), self._reads_free_text(metadata.columns, descs)
+            texts = []
+
+            def texts_of(conversation):
+                return self._extraction_texts(conversation, gist=gist, sentences=sentences)
         for conversation in conversations:
             try:
                 texts.extend(texts_of(conversation))
@@ -508,10 +518,11 @@ class EmbeddedBackend:
         elif texts and hasattr(self.embedder, "preload"):
             self.embedder.preload(texts)
 
-    def _extraction_texts(self, conversation: ConversationInput) -> list[str]:
+    def _extraction_texts(self, conversation: ConversationInput, *, gist: bool = True, sentences: bool = True) -> list[str]:
         """What extracting a row may encode: the gist's texts and each sentence as `_free_text` reads it."""
         an = self.analysis(conversation, gist=False)
-        return gist_texts(an) + [_strip_lead(s.text).strip() for s in an.sentences]
+        return ((gist_texts(an) if gist else [])
+                + ([_strip_lead(s.text).strip() for s in an.sentences] if sentences else []))
 
     # --- governance ----------------------------------------------------------------------------------
 
@@ -526,17 +537,42 @@ class EmbeddedBackend:
     # --- extract -------------------------------------------------------------------------------------
 
     def extract_row(self, conversation: ConversationInput, metadata: GovernedMetadata) -> ExtractedRow:
-        an = self.analysis(conversation)
         cols = list(metadata.columns)
-        need_vecs = [c for c in cols if _signal_of(c) not in SIGNALS]
-        desc_vecs: dict[str, np.ndarray] = {}
-        if need_vecs:
-            vecs = self._encode([self._desc(c) for c in need_vecs])
-            desc_vecs = {c.name: v for c, v in zip(need_vecs, vecs)}
+        desc_vecs = self._desc_vectors(cols)
+        an = self.analysis(conversation, gist=False)
+        # the gist (problem, resolution, resolved) only for columns that read it: a metadata change that
+        # adds other columns extracts them without it, as they would be extracted with it
+        if self._reads_gist(cols, desc_vecs, an):
+            an = self.analysis(conversation)
         values = []
         for col in cols:
             values.append(self._extract_one(col, an, desc_vecs.get(col.name)))
         return ExtractedRow(dialogue_id=conversation.dialogue_id, values=values, backend=self.name)
+
+    def _desc_vectors(self, cols) -> dict[str, np.ndarray]:
+        """The meaning's vector of each column that no detector signal names (`_signal_for` compares it)."""
+        need = [c for c in cols if _signal_of(c) not in SIGNALS]
+        return dict(zip((c.name for c in need), self._encode([self._desc(c) for c in need]))) if need else {}
+
+    def _reads_gist(self, cols, desc_vecs: dict[str, np.ndarray], an: Analysis | None = None) -> bool:
+        """Whether extracting `cols` may read a finding the gist replaces (problem, resolution, resolved):
+        a column whose signal is one of them, or whose name or an alias names such a finding (the gist's
+        are named as their signals; `an`'s before the gist may be named otherwise)."""
+        names = set(GIST_SIGNALS)
+        if an is not None:
+            names |= {canonical_name(f.name) for f in an.findings if f.signal in GIST_SIGNALS}
+        for col in cols:
+            aliases = {canonical_name(a) for a in (getattr(col, "aliases", None) or [])}
+            if ({canonical_name(col.name)} | aliases) & names:
+                return True
+            if self._signal_for(col, desc_vecs.get(col.name))[0] in GIST_SIGNALS:
+                return True
+        return False
+
+    def _reads_free_text(self, cols, desc_vecs: dict[str, np.ndarray]) -> bool:
+        """Whether extracting `cols` may compare sentences with a column's meaning (`_free_text`)."""
+        return any((canonical_type(col.type) or "string") == "string" and col.name in desc_vecs
+                   and self._signal_for(col, desc_vecs[col.name])[0] is None for col in cols)
 
     def _extract_one(self, col: MetadataColumn, an: Analysis, desc_vec: np.ndarray | None) -> ExtractedValue:
         m = self._match(col, an, desc_vec)

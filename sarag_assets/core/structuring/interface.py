@@ -195,7 +195,7 @@ class DialogueGraph(BaseModel):
 
 
 class StructuringBackend(Protocol):
-    """The per-conversation steps. A backend may also offer `prepare(step, conversations)`: work the
+    """The per-conversation steps. A backend may also offer `prepare(step, conversations, metadata)`: work the
     next `step` calls for those conversations share, done at once (the embedded backend encodes all
     their texts in one batched model call). It is optional and never changes results; call it through
     `prepare_batch`."""
@@ -251,15 +251,17 @@ def per_conversation(backend: StructuringBackend, work: Callable[[W], R], items:
         return list(pool.map(attempt, items))
 
 
-def prepare_batch(backend: StructuringBackend, step: str, conversations: Sequence[ConversationInput]) -> None:
+def prepare_batch(backend: StructuringBackend, step: str, conversations: Sequence[ConversationInput],
+                  metadata: GovernedMetadata | None = None) -> None:
     """Let `backend` prepare the next `step` calls for `conversations` at once, if it can (see
-    `StructuringBackend`). Preparing is only an optimization: if it fails, the per-conversation calls
-    run unprepared, and any error recurs there and is reported per conversation as before."""
+    `StructuringBackend`; `metadata`: the columns extract_row calls will extract). Preparing is only an
+    optimization: if it fails, the per-conversation calls run unprepared, and any error recurs there and
+    is reported per conversation as before."""
     hook = getattr(backend, "prepare", None)
     if hook is None or not conversations:
         return
     try:
-        hook(step, conversations)
+        hook(step, conversations, metadata)
     except Exception as exc:  # noqa: BLE001 - see the docstring
         log.warning("backend %s could not prepare %s for %d conversations: %s", getattr(backend, "name", "?"),
                     step, len(conversations), exc)

@@ -354,7 +354,10 @@ def validated_row_records(
     extracted: list = []
     for start in range(0, len(items), PREPARE_CHUNK):
         chunk = items[start : start + PREPARE_CHUNK]
-        prepare_batch(backend, "extract_row", [conversation for (conversation, _), (_, _, needed) in chunk if needed])
+        wanted = {c.name for _, (_, _, needed) in chunk for c in needed}  # a metadata change: its new columns
+        prepare_batch(backend, "extract_row", [conversation for (conversation, _), (_, _, needed) in chunk if needed],
+                      metadata.model_copy(update={"columns": [c for c in metadata.columns if c.name in wanted],
+                                                  "pending": []}))
         extracted.extend(per_conversation(backend, extract, chunk))
     for (conversation, content_hash), (old, carried, needed), outcome in zip(conversations, plans, extracted):
         values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)

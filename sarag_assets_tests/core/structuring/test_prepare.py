@@ -88,7 +88,7 @@ def test_prepare_runs_once_per_chunk(conversations, unprepared, monkeypatch):
 
 def test_a_failing_prepare_changes_nothing_but_speed(conversations, unprepared):
     class Broken(EmbeddedBackend):
-        def prepare(self, step, conversations):
+        def prepare(self, step, conversations, metadata=None):
             raise RuntimeError("no batch today")
 
     after = candidate_schema_rows("b", conversations[:5], Broken(CountingEmbedder()))
