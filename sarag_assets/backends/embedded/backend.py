@@ -80,6 +80,7 @@ from sarag_assets.backends.embedded.columns import (
     _words_of,
 )
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
+from sarag_assets.backends.embedded.extraction_reads import extraction_texts, reads_free_text, reads_gist
 from sarag_assets.backends.embedded.findings import Analysis, Finding
 from sarag_assets.backends.embedded.gist import GIST_SIGNALS, apply_gist, gist_texts
 from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
@@ -488,9 +489,7 @@ class EmbeddedBackend:
                 metadata: GovernedMetadata | None = None) -> None:
         """Bring into memory in one batched call every vector the next `step` calls need: encoded for
         candidate_schema and dialogue_graph (same results up to float noise), read from the home's cache for
-        extract_row (which encodes few of its sentences; `metadata`, when given, holds the columns those
-        calls extract, and only the texts they may read are read). A conversation failing here fails in its
-        call."""
+        extract_row (only what the columns of `metadata` may read). A conversation failing here fails in its call."""
         if not conversations or step not in ("candidate_schema", "dialogue_graph", "extract_row"):
             return
         if step == "candidate_schema":
@@ -503,11 +502,10 @@ class EmbeddedBackend:
             gist = sentences = True
             if metadata is not None:
                 descs = self._desc_vectors(metadata.columns)
-                gist, sentences = self._reads_gist(metadata.columns, descs), self._reads_free_text(metadata.columns, descs)
+                gist = reads_gist(metadata.columns, self._signals(descs))
+                sentences = reads_free_text(metadata.columns, set(descs), self._signals(descs))
             texts = []
-
-            def texts_of(conversation):
-                return self._extraction_texts(conversation, gist=gist, sentences=sentences)
+            texts_of = lambda c: extraction_texts(self.analysis(c, gist=False), gist=gist, sentences=sentences)  # noqa: E731
         for conversation in conversations:
             try:
                 texts.extend(texts_of(conversation))
@@ -517,12 +515,6 @@ class EmbeddedBackend:
             self._encode(list(dict.fromkeys(texts)))
         elif texts and hasattr(self.embedder, "preload"):
             self.embedder.preload(texts)
-
-    def _extraction_texts(self, conversation: ConversationInput, *, gist: bool = True, sentences: bool = True) -> list[str]:
-        """What extracting a row may encode: the gist's texts and each sentence as `_free_text` reads it."""
-        an = self.analysis(conversation, gist=False)
-        return ((gist_texts(an) if gist else [])
-                + ([_strip_lead(s.text).strip() for s in an.sentences] if sentences else []))
 
     # --- governance ----------------------------------------------------------------------------------
 
@@ -542,11 +534,9 @@ class EmbeddedBackend:
         an = self.analysis(conversation, gist=False)
         # the gist (problem, resolution, resolved) only for columns that read it: a metadata change that
         # adds other columns extracts them without it, as they would be extracted with it
-        if self._reads_gist(cols, desc_vecs, an):
+        if reads_gist(cols, self._signals(desc_vecs), [f.name for f in an.findings if f.signal in GIST_SIGNALS]):
             an = self.analysis(conversation)
-        values = []
-        for col in cols:
-            values.append(self._extract_one(col, an, desc_vecs.get(col.name)))
+        values = [self._extract_one(col, an, desc_vecs.get(col.name)) for col in cols]
         return ExtractedRow(dialogue_id=conversation.dialogue_id, values=values, backend=self.name)
 
     def _desc_vectors(self, cols) -> dict[str, np.ndarray]:
@@ -554,25 +544,8 @@ class EmbeddedBackend:
         need = [c for c in cols if _signal_of(c) not in SIGNALS]
         return dict(zip((c.name for c in need), self._encode([self._desc(c) for c in need]))) if need else {}
 
-    def _reads_gist(self, cols, desc_vecs: dict[str, np.ndarray], an: Analysis | None = None) -> bool:
-        """Whether extracting `cols` may read a finding the gist replaces (problem, resolution, resolved):
-        a column whose signal is one of them, or whose name or an alias names such a finding (the gist's
-        are named as their signals; `an`'s before the gist may be named otherwise)."""
-        names = set(GIST_SIGNALS)
-        if an is not None:
-            names |= {canonical_name(f.name) for f in an.findings if f.signal in GIST_SIGNALS}
-        for col in cols:
-            aliases = {canonical_name(a) for a in (getattr(col, "aliases", None) or [])}
-            if ({canonical_name(col.name)} | aliases) & names:
-                return True
-            if self._signal_for(col, desc_vecs.get(col.name))[0] in GIST_SIGNALS:
-                return True
-        return False
-
-    def _reads_free_text(self, cols, desc_vecs: dict[str, np.ndarray]) -> bool:
-        """Whether extracting `cols` may compare sentences with a column's meaning (`_free_text`)."""
-        return any((canonical_type(col.type) or "string") == "string" and col.name in desc_vecs
-                   and self._signal_for(col, desc_vecs[col.name])[0] is None for col in cols)
+    def _signals(self, desc_vecs: dict[str, np.ndarray]):
+        return lambda col: self._signal_for(col, desc_vecs.get(col.name))[0]
 
     def _extract_one(self, col: MetadataColumn, an: Analysis, desc_vec: np.ndarray | None) -> ExtractedValue:
         m = self._match(col, an, desc_vec)
