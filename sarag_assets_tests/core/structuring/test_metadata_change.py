@@ -8,20 +8,10 @@ import pytest
 
 from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.backends.embedded import backend as embedded
-from sarag_assets.core.structuring.interface import (
-    ConversationInput,
-    ConversationTurn,
-    GovernedMetadata,
-    MetadataColumn,
-)
+from sarag_assets.core.structuring.interface import GovernedMetadata, MetadataColumn
 from sarag_assets.core.structuring.tables import validated_row_records
 from sarag_assets.core.warehouse import empty_frame
-
-
-def chat(dialogue_id: str, *texts: str) -> ConversationInput:
-    roles = ["user", "agent"]
-    return ConversationInput(dialogue_id=dialogue_id, turns=[
-        ConversationTurn(speaker=f"{roles[i % 2]}1", role=roles[i % 2], text=t) for i, t in enumerate(texts)])
+from sarag_assets_tests.core.structuring.test_switches import chat
 
 
 CHATS = [
