@@ -55,12 +55,9 @@ def model_path(model_name: str) -> str:
 
 def native_bf16() -> bool:
     """Whether this CPU computes in bfloat16 natively (Linux's CPU flags); elsewhere torch emulates it."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
-    except OSError:
-        return False
-    return any(flag in flags for flag in BF16_CPU_FLAGS)
+    from sarag_assets.core.encoding.runtime_choice import cpu_info
+
+    return any(flag in cpu_info()[1] for flag in BF16_CPU_FLAGS)
 
 
 def encode_bf16(model, texts: list[str], batch_size: int) -> np.ndarray:

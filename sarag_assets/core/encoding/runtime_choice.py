@@ -13,6 +13,7 @@ bfloat16 is no candidate: its vectors are not the same (it stays a setting one c
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -66,18 +67,27 @@ def sample_texts() -> list[list[str]]:
             for n in SAMPLE_LENGTHS]
 
 
-def _cpu() -> dict[str, str]:
-    name, flags = platform.processor(), ""
+@functools.cache
+def cpu_info() -> tuple[str, tuple[str, ...]]:
+    """This CPU's model name and instruction-set flags (Linux's /proc/cpuinfo; elsewhere the platform's
+    processor name and no flags)."""
+    name, flags = "", ()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as info:
             for line in info:
                 if line.startswith("model name") and not name:
                     name = line.split(":", 1)[1].strip()
                 elif line.startswith("flags") and not flags:
-                    flags = line.split(":", 1)[1].strip()
+                    flags = tuple(line.split(":", 1)[1].split())
     except OSError:
         pass
-    return {"cpu": name, "flags": hashlib.sha256(flags.encode()).hexdigest()[:12], "cores": str(os.cpu_count())}
+    return name or platform.processor(), flags
+
+
+def _cpu() -> dict[str, str]:
+    name, flags = cpu_info()
+    return {"cpu": name, "flags": hashlib.sha256(" ".join(flags).encode()).hexdigest()[:12],
+            "cores": str(os.cpu_count())}
 
 
 def machine_key(model_dir: str, threads: int | None, query_threads: int | None) -> str:
