@@ -31,6 +31,7 @@ from sarag_assets.core.ingest.roles import (
 
 FORMATS: tuple[str, ...] = ("jsonl", "msdialog", "ubuntu_csv", "turn_csv", "abcd", "tweetsumm", "multidogo")
 DEFAULT_MAX_RECORD_BYTES = 5 * 1024 * 1024
+TITLE_KEYS = ("title", "subject")  # metadata keys that name a thread's title (MSDialog: title)
 
 _SNIFF_BYTES = 64 * 1024  # how much of the head the format sniffer reads
 _BINARY_SNIFF_BYTES = 8 * 1024  # how much of the head the binary check looks at
@@ -215,6 +216,31 @@ def _is_personal_label(label: str) -> bool:
     return role_of_label(label) is None and not is_neutral_label(label)
 
 
+def source_title(metadata: dict[str, Any]) -> str | None:
+    """The thread's title or subject as the source gives it (a metadata key, any case), else None."""
+    for key, value in metadata.items():
+        if isinstance(key, str) and key.strip().lower() in TITLE_KEYS and isinstance(value, str) and value.strip():
+            return " ".join(value.split())
+    return None
+
+
+def _with_title(turns: list[_RawTurn], roles: list[Role], metadata: dict[str, Any]) -> list[str]:
+    """Each turn's text, the asker's first turn opened by the thread's title unless its first line holds it.
+
+    A forum thread's title or a ticket's subject is the asker's own summary of the problem, and often the
+    one line that names the product and the error; the thread shows it above the first post, so the stored
+    text does too, and search and the problem cell read it like the rest of what the asker wrote."""
+    texts = [t.text for t in turns]
+    title = source_title(metadata)
+    if title is None:
+        return texts
+    first = roles.index("user")
+    first_line = next((line for line in texts[first].splitlines() if line.strip()), "")
+    if title.casefold() not in " ".join(first_line.split()).casefold():
+        texts[first] = f"{title}\n\n{texts[first]}"
+    return texts
+
+
 def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversation | QuarantineRecord:
     """Shared rules: drop empty turns, resolve roles, require a user turn, reject duplicate ids."""
 
@@ -257,10 +283,11 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
     metadata["role_inference"] = inference
     if draft.bad_timestamps:
         metadata["invalid_timestamps_dropped"] = draft.bad_timestamps
+    texts = _with_title(kept, roles, metadata)
     fixed = [0]
     turns = tuple(
-        Turn(speaker=_composed(_scrub(t.speaker, fixed)), role=r, text=_composed(_scrub(t.text, fixed)), ts=t.ts)
-        for t, r in zip(kept, roles)
+        Turn(speaker=_composed(_scrub(t.speaker, fixed)), role=r, text=_composed(_scrub(text, fixed)), ts=t.ts)
+        for t, r, text in zip(kept, roles, texts)
     )
     metadata = _scrub(metadata, fixed)
     fixed[0] += id_fixed[0]

@@ -184,6 +184,30 @@ def test_msdialog_sample():
     # utterances listed out of order are sorted by utterance_pos
     assert [t.speaker for t in c27.turns] == ["mlopez", "Vijay_MSFT", "mlopez"]
     assert c27.turns[0].role == "user"
+    # the thread's title opens the asker's first post, as the forum shows it
+    assert c14.turns[0].text == ("Windows 10 update KB3140743 fails with error 0x80070005\n\nSince yesterday every "
+                                 "attempt to install KB3140743 fails with error 0x80070005. I'm on build 10586.104.")
+    assert c27.turns[0].text.startswith("Outlook keeps asking for password\n\n")
+    assert not c14.turns[1].text.startswith("Windows 10") and not c27.turns[1].text.startswith("Outlook keeps")
+
+
+def test_a_title_or_subject_in_the_metadata_opens_the_askers_first_turn(tmp_path):
+    path = write_lines(tmp_path / "tickets.jsonl", [
+        {"dialogue_id": "t1", "metadata": {"Subject": "  Printer  PX-2 jams on page 2 "},
+         "turns": [{"speaker": "agent", "text": "Hello, how can I help?"},
+                   {"speaker": "customer", "text": "It jams every time."},
+                   {"speaker": "customer", "text": "Still there."}]},
+        {"dialogue_id": "t2", "metadata": {"title": "VPN drops hourly"},
+         "turns": [{"speaker": "customer", "text": "Re: vpn drops hourly\nIt drops at :00."},
+                   {"speaker": "agent", "text": "Renew the lease."}]},
+        {"dialogue_id": "t3", "metadata": {"title": ["not", "a", "string"]},
+         "turns": [{"speaker": "customer", "text": "No title here."}, {"speaker": "agent", "text": "Ok."}]},
+    ])
+    t1, t2, t3 = parse_file(path).conversations
+    assert [t.text for t in t1.turns] == ["Hello, how can I help?", "Printer PX-2 jams on page 2\n\nIt jams every time.",
+                                          "Still there."]
+    assert t2.turns[0].text == "Re: vpn drops hourly\nIt drops at :00."  # its first line holds the title
+    assert t3.turns[0].text == "No title here."
 
 
 def test_ubuntu_csv_sample():
