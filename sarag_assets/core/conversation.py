@@ -37,6 +37,7 @@ class Turn:
     role: Role
     text: str
     ts: str | None = None  # ISO-8601 when the source has one
+    accepted: bool = False  # the source marks this turn as the accepted answer (MSDialog is_answer)
 
 
 @dataclass(frozen=True)
@@ -48,8 +49,10 @@ class Conversation:
 
     def content_hash(self) -> str:
         """Hash of what the conversation says; a re-landed id with a new hash supersedes the old one."""
+        # an accepted mark joins the hash only where there is one, so unmarked conversations keep theirs
         payload = json.dumps(
-            [[t.role, t.speaker, t.text, t.ts] for t in self.turns], ensure_ascii=False, separators=(",", ":")
+            [[t.role, t.speaker, t.text, t.ts] + ([True] if t.accepted else []) for t in self.turns],
+            ensure_ascii=False, separators=(",", ":"),
         )
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 

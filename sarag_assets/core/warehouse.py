@@ -35,6 +35,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("source_format", "VARCHAR NOT NULL"),
         ("content_hash", "VARCHAR NOT NULL"),
         ("landed_at", "TIMESTAMPTZ NOT NULL"),
+        ("accepted", "BOOLEAN"),  # the source marks the turn as the accepted answer (null: landed before)
     ],
     "quarantine": [
         ("batch_key", "VARCHAR NOT NULL"),

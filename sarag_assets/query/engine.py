@@ -514,7 +514,8 @@ class Sarag:
             lines.append(f"  {c['name']} {c['type'].upper()}: {c['description']}".rstrip(": "))
         lines += [
             "current_dialogues: one row per turn of the current conversations: dialogue_id, turn_index, "
-            "role ('user' | 'agent'), speaker, text, ts, source_file, source_format",
+            "role ('user' | 'agent'), speaker, text, ts, source_file, source_format, accepted (the source marks "
+            "the turn as the accepted answer)",
             "graph_nodes: issue-solution units: dialogue_id, node_id, issue, answer, turn_start, turn_end",
             "pseudo_documents: dialogue_id, issue_document, solution_document",
         ]

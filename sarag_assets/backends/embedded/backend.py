@@ -135,14 +135,14 @@ class EmbeddedBackend:
     def analysis(self, conversation: ConversationInput, *, gist: bool = True) -> Analysis:
         """The detectors' findings (memoized by content for the whole process, see `memo`), with the gist's
         problem and resolution unless `gist=False` (the detectors alone, no model call)."""
-        # the gist's choices depend on the model's vectors: one memo entry per model
-        key = content_key(self.embedder.model_name, conversation.dialogue_id,
+        accepted = tuple(i for i, t in enumerate(conversation.turns) if t.accepted)  # the gist reads them
+        key = content_key(self.embedder.model_name, conversation.dialogue_id, *map(str, accepted),  # one per model
                           *(part for t in conversation.turns for part in (t.role, t.speaker, t.text)))
         an = _ANALYSES.get(key)
         if an is None:
             # the detectors' shared output, copied: the gist replaces this copy's findings
             an = replace(analyzed([(t.role, t.text) for t in conversation.turns]),
-                         speakers=[t.speaker for t in conversation.turns])
+                         speakers=[t.speaker for t in conversation.turns], accepted=accepted)
             an = _ANALYSES.put(key, an, sum(len(t.text) for t in conversation.turns))
         if gist and not an.gist_applied:  # two threads may both apply it: the same findings, set last
             apply_gist(an, self._encode)

@@ -55,6 +55,7 @@ class Analysis:
     gist_applied: bool = False  # problem, resolution and resolved come from `gist` (embeddings)
     speakers: list[str] = field(default_factory=list)  # each turn's speaker, where the input names them
     body: list[Sentence] = field(default_factory=list)  # the sentences a cell may quote (no letter frame)
+    accepted: tuple[int, ...] = ()  # the turns the source marks as the accepted answer
 
     def by_signal(self, signal: str) -> list[Finding]:
         return [f for f in self.findings if f.signal == signal and f.usable]

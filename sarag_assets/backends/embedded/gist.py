@@ -28,6 +28,10 @@ known). Nothing resolved it (no cell, `resolved` false) when there is no answer,
 turn after the last answer asks on, when the asker says it failed, when the answer ends in a refusal, or
 when a helper passed it on and nobody said it was done. `resolved` is true only when the asker says it worked.
 
+A turn the source marks as the accepted answer (MSDialog's `is_answer`, a JSONL turn's `"accepted": true`)
+is the resolution, and `resolved` is true, whatever the cues say: the forum's mark is the asker's verdict
+put as structure, in any language.
+
 It is quoted like the problem (relevance to the problem and to the answer itself, `RESOLUTION_CHARS`).
 Non-adjacent pieces are joined by `GAP`, so every piece stays verbatim; the semantic gate checks each.
 
@@ -140,11 +144,13 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode: Encode, *,
          confirmation: Callable[[str, str], tuple[int, float]], escalated_turn: int | None = None,
-         speakers: Sequence[str] | None = None, body: Sequence[Sentence] | None = None) -> Gist:
+         speakers: Sequence[str] | None = None, body: Sequence[Sentence] | None = None,
+         accepted: Sequence[int] = ()) -> Gist:
     """The problem, resolution and resolved findings of one conversation. `confirmation(sentence, role)`
     is the (language-specific) cue detector, used only to veto or pin down what structure suggests;
     `escalated_turn` the helper turn that passed the problem on, if any; `body` the sentences that may be
-    quoted (default: `sentences` without the letter frame). The verdicts read every sentence."""
+    quoted (default: `sentences` without the letter frame); `accepted` the turns the source marks as the
+    accepted answer, which are the resolution whatever the cues say. The verdicts read every sentence."""
     body = list(without_letter_frame(turns, sentences) if body is None else body)
     users, helpers, answer_turns = _parts(turns, body, speakers)
     texts = _texts(turns, users, helpers, answer_turns)
@@ -171,8 +177,12 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     stating = _stating_turns(turns, [k for k in substantive if k not in telling])
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
     substantive = _substantive(turns, answer_turns, stepped, problem_vec, v)
-    resolution, resolved = _resolution(turns, sentences, body, answer_turns, substantive, stating, problem_vec, v,
-                                       confirmation, escalated_turn, speakers)
+    marked = [k for k in accepted if 0 <= k < len(turns) and k not in opening and turns[k][1].strip()]
+    if marked:
+        resolution, resolved = _quoted(turns, body, marked, marked[-1], problem_vec, v, None, marked=True)
+    else:
+        resolution, resolved = _resolution(turns, sentences, body, answer_turns, substantive, stating, problem_vec, v,
+                                           confirmation, escalated_turn, speakers)
     return Gist(problem, resolution, resolved)
 
 
@@ -223,7 +233,8 @@ def apply_gist(an: Analysis, encode: Encode) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
     found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
-                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=an.body)
+                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=an.body,
+                 accepted=an.accepted)
     kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
     an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
     an.problem = found.problem
@@ -396,6 +407,12 @@ def _resolution(turns, sentences, body, answer_turns, substantive, stating, prob
         return None, _not_resolved(turns, escalated_turn, None)  # passed on, and nobody said it was done
 
     chain = _chain(turns, answer_turns, chosen, lambda u: verdict(u)[0] < 0, speakers)
+    return _quoted(turns, body, chain, chosen, problem_vec, v, ack if confirmed else None)
+
+
+def _quoted(turns, body, chain, chosen: int, problem_vec, v, ack: Sentence | None, *, marked: bool = False):
+    """The resolution quoted from the `chain` turns that end in `chosen`, and `resolved` when the asker's
+    `ack` confirms it or the source marks those turns as the accepted answer (`ack` None, `marked`)."""
     own = [s for s in body if s.turn in chain and _words(_strip_lead(s.text)) >= 2]
     if not own:
         return None, None
@@ -407,9 +424,17 @@ def _resolution(turns, sentences, body, answer_turns, substantive, stating, prob
     if not value:
         return None, None
     role = turns[chosen][0]
+    confirmed = ack is not None or marked
     resolution = Finding("resolution", "resolution", value, "string", 0.75 if confirmed else 0.55, chosen, role, evidence, value)
-    # resolved only when the asker says so; an answer they merely took ("ok, will try") leaves it open
-    resolved = Finding("resolved", "resolved", "true", "boolean", 0.8, ack.turn, "user", ack.text, ack.text) if confirmed else None
+    # resolved only when the asker says so, or the source marks the answer accepted; an answer they merely
+    # took ("ok, will try") leaves it open
+    if ack is not None:
+        resolved = Finding("resolved", "resolved", "true", "boolean", 0.8, ack.turn, "user", ack.text, ack.text)
+    elif marked:  # its evidence is the accepted answer itself
+        resolved = Finding("resolved", "resolved", "true", "boolean", 0.8, picked[0].turn, role, picked[0].text,
+                           picked[0].text)
+    else:
+        resolved = None
     return resolution, resolved
 
 

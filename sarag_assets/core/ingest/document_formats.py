@@ -191,9 +191,10 @@ def _msdialog(entry: _Entry) -> _Draft:
         ts, invalid = _norm_ts(u.get("utterance_time"))
         bad_ts += invalid
         pos = u.get("utterance_pos")
-        if u.get("is_answer") in (1, True, "1"):
+        accepted = u.get("is_answer") in (1, True, "1")
+        if accepted:
             answers.append(pos if pos is not None else i + 1)
-        items.append((pos, _RawTurn(speaker, text, ts, role)))  # type: ignore[arg-type]
+        items.append((pos, _RawTurn(speaker, text, ts, role, accepted)))  # type: ignore[arg-type]
     if all(isinstance(p, int) and not isinstance(p, bool) for p, _ in items):
         items.sort(key=lambda pt: pt[0])
     metadata: dict[str, Any] = {}

@@ -286,7 +286,8 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
     texts = _with_title(kept, roles, metadata)
     fixed = [0]
     turns = tuple(
-        Turn(speaker=_composed(_scrub(t.speaker, fixed)), role=r, text=_composed(_scrub(text, fixed)), ts=t.ts)
+        Turn(speaker=_composed(_scrub(t.speaker, fixed)), role=r, text=_composed(_scrub(text, fixed)), ts=t.ts,
+             accepted=t.accepted)
         for t, r, text in zip(kept, roles, texts)
     )
     metadata = _scrub(metadata, fixed)

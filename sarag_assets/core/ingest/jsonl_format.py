@@ -152,5 +152,8 @@ def _generic_turns(raw_turns: list, dialogue_id: str) -> tuple[list[_RawTurn], i
                 raise _Reject(f"{where}: role {_short(t['role'])} is neither 'user' nor 'agent'")
         ts, invalid = _norm_ts(t.get("ts"))
         bad_ts += invalid
-        turns.append(_RawTurn(speaker, text, ts, role))
+        accepted = t.get("accepted", False)
+        if not isinstance(accepted, bool):
+            raise _Reject(f"{where}: accepted {_short(accepted)} is neither true nor false")
+        turns.append(_RawTurn(speaker, text, ts, role, accepted))
     return turns, bad_ts

@@ -77,6 +77,7 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
                 "text": redactor.redact(text, placeholders),
                 "ts": parse_timestamp(turn.ts),
                 "content_hash": content_hash,
+                "accepted": turn.accepted,
             }
         )
     return rows

@@ -107,6 +107,7 @@ class _RawTurn:
     text: str
     ts: str | None = None
     role: Role | None = None  # decided by the source (explicit field or a format-level rule)
+    accepted: bool = False  # the source marks it as the accepted answer
 
 
 # An opening turn that offers help ("how can I help you?") is a helper's, not the asker's.

@@ -25,6 +25,7 @@ class ConversationTurn(BaseModel):
     speaker: str  # anonymized (user1, agent1, ...)
     role: Literal["user", "agent"]
     text: str  # already redacted
+    accepted: bool = False  # the source marks it as the accepted answer
 
 
 class ConversationInput(BaseModel):
@@ -32,7 +33,8 @@ class ConversationInput(BaseModel):
     turns: list[ConversationTurn]
 
     def transcript(self) -> str:
-        return "\n".join(f"[{i}] {t.speaker} ({t.role}): {t.text}" for i, t in enumerate(self.turns))
+        return "\n".join(f"[{i}] {t.speaker} ({t.role}{', the accepted answer' if t.accepted else ''}): {t.text}"
+                         for i, t in enumerate(self.turns))
 
 
 class ColumnConstraints(BaseModel):

@@ -59,7 +59,7 @@ def conversations_from_raw(raw: pl.DataFrame) -> list[tuple[ConversationInput, s
         conversation = ConversationInput(
             dialogue_id=dialogue_id,
             turns=[
-                ConversationTurn(speaker=r["speaker"], role=r["role"], text=r["text"])
+                ConversationTurn(speaker=r["speaker"], role=r["role"], text=r["text"], accepted=bool(r.get("accepted")))
                 for r in turns.iter_rows(named=True)
             ],
         )

@@ -323,3 +323,35 @@ def test_a_thai_fix_written_without_spaces_is_an_answer(backend):
         ("user", "โอเค"),
     )
     assert g["resolution"] == "ล้างแคชแล้วติดตั้งแอปใหม่"
+
+
+# A forum thread: two helpers answer, the asker says nothing after the second; the forum marks the second.
+ACCEPTED_THREAD = [
+    ("user", "Outlook 2016 asks for my password every few minutes since the last update. The account is Exchange."),
+    ("agent", "Delete the saved Outlook entries in Credential Manager, then restart Outlook and sign in once."),
+    ("user", "ok"),
+    ("agent", "You could also try repairing Office from Apps and Features, choose Quick Repair and reboot."),
+]
+
+
+@pytest.mark.parametrize("language, turns", [
+    ("en", ACCEPTED_THREAD),
+    ("de", [("user", "Outlook 2016 fragt seit dem letzten Update alle paar Minuten nach meinem Passwort. Es ist ein "
+                     "Exchange-Konto."),
+            ("agent", "Löschen Sie die gespeicherten Outlook-Einträge in der Anmeldeinformationsverwaltung, starten "
+                      "Sie Outlook neu und melden Sie sich einmal an."),
+            ("user", "ok"),
+            ("agent", "Sie könnten auch Office unter Apps und Features reparieren, Schnellreparatur wählen und neu "
+                      "starten.")]),
+])
+def test_the_answer_the_source_marks_accepted_is_the_resolution_and_resolves_it(backend, language, turns):
+    speakers = ["op", "alice", "op", "bob"]
+    unmarked, _ = gist_of(backend, *turns, speakers=speakers)
+    conv = ConversationInput(dialogue_id=f"accepted-{language}", turns=[
+        ConversationTurn(speaker=p, role=r, text=t, accepted=(i == 3)) for i, (p, (r, t)) in enumerate(zip(speakers, turns))])
+    found = {f.signal: f for f in backend.analysis(conv).findings if f.signal in ("resolution", "resolved")}
+    accepted_words = turns[3][1].split()[0]  # "You" / "Sie"
+    assert found["resolution"].value.startswith(accepted_words) and found["resolution"].turn == 3
+    assert found["resolved"].value == "true" and found["resolved"].evidence in turns[3][1]
+    # without the mark the cues alone decide (here the first answer), and nothing says it worked
+    assert not unmarked.get("resolution", "").startswith(accepted_words) and unmarked.get("resolved") != "true"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -208,6 +210,30 @@ def test_a_title_or_subject_in_the_metadata_opens_the_askers_first_turn(tmp_path
                                           "Still there."]
     assert t2.turns[0].text == "Re: vpn drops hourly\nIt drops at :00."  # its first line holds the title
     assert t3.turns[0].text == "No title here."
+
+
+def test_the_answer_the_source_marks_accepted_is_kept_on_its_turn(tmp_path):
+    c14, c27 = parse_file(MSDIALOG).conversations  # MSDialog's is_answer
+    assert [t.accepted for t in c14.turns] == [False, True, False]
+    assert not any(t.accepted for t in c27.turns)
+    assert conversation_rows(c14, redact=True)[1]["accepted"] is True
+    path = write_lines(tmp_path / "forum.jsonl", [
+        {"dialogue_id": "f1", "turns": [{"speaker": "op", "text": "Fan runs at night.", "role": "user"},
+                                        {"speaker": "kv", "text": "Fit the power adapter.", "role": "agent",
+                                         "accepted": True}]},
+        {"dialogue_id": "f2", "turns": [{"speaker": "op", "text": "Fan runs.", "role": "user"},
+                                        {"speaker": "kv", "text": "Fit it.", "role": "agent", "accepted": "yes"}]},
+    ])
+    parsed = parse_file(path)
+    (f1,) = parsed.conversations
+    assert [t.accepted for t in f1.turns] == [False, True]
+    assert only_reason(parsed) == "dialogue 'f2' turns[1]: accepted 'yes' is neither true nor false"
+    # a mark is part of what the conversation says, and a conversation without one keeps its hash
+    unmarked = Conversation(f1.dialogue_id, tuple(replace(t, accepted=False) for t in f1.turns), 0)
+    assert unmarked.content_hash() != f1.content_hash()
+    old_payload = json.dumps([[t.role, t.speaker, t.text, t.ts] for t in f1.turns], ensure_ascii=False,
+                             separators=(",", ":"))
+    assert unmarked.content_hash() == hashlib.sha256(old_payload.encode("utf-8")).hexdigest()[:32]
 
 
 def test_ubuntu_csv_sample():
