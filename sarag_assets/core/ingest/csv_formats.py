@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from sarag_assets.core.conversation import QUARANTINE_RAW_CHARS
 from sarag_assets.core.ingest.drafts import (
+    TITLE_KEYS,
     _UTF8_BOM,
     _Bad,
     _check_speaker,
@@ -118,6 +119,8 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
             "ts": "date",
             "role": None,
             "to": "to",
+            "title": None,
+            "accepted": None,
         }
     else:
         cols = {
@@ -128,6 +131,8 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
             "ts": _first(header, _CSV_TS_ALIASES),
             "role": "role" if "role" in header else None,
             "to": None,
+            "title": _first(header, TITLE_KEYS),  # a ticket's subject, on any of its rows
+            "accepted": "accepted" if "accepted" in header else None,
         }
     required = [cols["id"], cols["speaker"], cols["text"]] + ([cols["turn"]] if fmt == "turn_csv" else [])
     missing = [c for c in required if c is None or c not in header]
@@ -207,6 +212,7 @@ def _csv_draft(fmt: str, gid: str, group: _CsvGroup, cols: dict[str, str | None]
         rows = [r for _, r in keyed]
     turns: list[_RawTurn] = []
     names: list[str] = []
+    metadata: dict[str, str] = {}
     bad_ts = 0
     for r in rows:
         where = f"dialogue {gid!r} row at line {r.line}"
@@ -221,7 +227,11 @@ def _csv_draft(fmt: str, gid: str, group: _CsvGroup, cols: dict[str, str | None]
                 raise _Reject(f"{where}: role {r.values[cols['role']]!r} is neither 'user' nor 'agent'")
         if cols["to"] and (r.values.get(cols["to"]) or "").strip():
             names.append(r.values[cols["to"]].strip())  # type: ignore[union-attr]
-        turns.append(_RawTurn(speaker, text, ts, role))
+        title = (r.values.get(cols["title"]) or "").strip() if cols["title"] else ""
+        if title and "title" not in metadata:
+            metadata["title"] = title
+        accepted = _accepted(where, r.values.get(cols["accepted"])) if cols["accepted"] else False
+        turns.append(_RawTurn(speaker, text, ts, role, accepted))
     inference = None
     if fmt == "ubuntu_csv":
         kept = [t for t in turns if t.text.strip()]
@@ -230,4 +240,15 @@ def _csv_draft(fmt: str, gid: str, group: _CsvGroup, cols: dict[str, str | None]
             t.role = "user" if t.speaker == opener else "agent"
         names += [t.speaker for t in turns]
         inference = "opener"
-    return _Draft(group.line, raw, gid, turns, {}, names, inference, bad_ts)
+    return _Draft(group.line, raw, gid, turns, metadata, names, inference, bad_ts)
+
+
+_TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")
+
+
+def _accepted(where: str, value: str | None) -> bool:
+    """An `accepted` cell: true/1/yes or false/0/no/empty, any case."""
+    cell = (value or "").strip().lower()
+    if cell not in _TRUE + _FALSE:
+        raise _Reject(f"{where}: accepted {value!r} is neither true nor false")
+    return cell in _TRUE

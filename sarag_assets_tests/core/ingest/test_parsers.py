@@ -236,6 +236,22 @@ def test_the_answer_the_source_marks_accepted_is_kept_on_its_turn(tmp_path):
     assert unmarked.content_hash() == hashlib.sha256(old_payload.encode("utf-8")).hexdigest()[:32]
 
 
+def test_a_ticket_csv_gives_its_subject_and_accepted_answer(tmp_path):
+    path = tmp_path / "tickets.csv"
+    path.write_text(
+        "conversation_id,turn,speaker,text,Subject,accepted\n"
+        "k-1,1,customer,It jams on every page.,Printer PX-2 jams,\n"
+        "k-1,2,agent,Remove the tray and clear the roller.,,TRUE\n"
+        "k-2,1,customer,No sound.,,no\n"
+        "k-2,2,agent,Unmute it.,,maybe\n", encoding="utf-8")
+    parsed = parse_file(path)
+    assert parsed.source_format == "turn_csv"
+    (k1,) = parsed.conversations
+    assert k1.turns[0].text == "Printer PX-2 jams\n\nIt jams on every page."
+    assert [t.accepted for t in k1.turns] == [False, True]
+    assert only_reason(parsed) == "dialogue 'k-2' row at line 5: accepted 'maybe' is neither true nor false"
+
+
 def test_ubuntu_csv_sample():
     parsed = parse_file(UBUNTU)
     assert parsed.source_format == "ubuntu_csv" and parsed.records_landed == 2 and not parsed.quarantined
