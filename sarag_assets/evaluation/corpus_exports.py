@@ -5,22 +5,33 @@
 - ``email``, as a mail or help-desk export: every turn after the first quotes the turn before it below
   its own text, under "On <date>, <speaker> wrote:", each line re-wrapped at 72 characters and marked
   "> ".
+- ``chat``, as a fast typist's chat log: every turn in lower case, without sentence punctuation, and one
+  word in `TYPO_RATE` of four letters or more misspelt (two inner letters swapped, or one dropped), the
+  same words in every run (seeded by the dialogue id and turn).
+- ``titled``, as a forum export that gives the thread's title apart from the first post: a first turn
+  that opens with a line of its own (a line, then a blank line) loses it to the record's
+  ``metadata.title``.
 
 Everything else of a record stays. Usage:
 
-    python -m sarag_assets.evaluation.corpus_exports html|email CORPUS.jsonl OUT.jsonl
+    python -m sarag_assets.evaluation.corpus_exports html|email|chat|titled CORPUS.jsonl OUT.jsonl
 """
 
 from __future__ import annotations
 
 import html
 import json
+import random
 import re
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 _ITEM = re.compile(r"^(?:[-*•]|\d+[.)])\s+(.*)")
+_SENTENCE_PUNCTUATION = re.compile(r"[.,!?;:¿¡]+(?=\s|$)")
+_WORD = re.compile(r"[^\W\d_]{4,}")
+TYPO_RATE = 1 / 8
 
 
 def as_html(text: str) -> str:
@@ -58,7 +69,33 @@ def as_email(turns: list[dict]) -> None:
             turns[k]["text"] = with_quotation(originals[k], originals[k - 1], str(turns[k - 1].get("speaker", "")))
 
 
-SHAPES = ("html", "email")
+def as_chat(text: str, seed: str) -> str:
+    rng = random.Random(zlib.crc32(seed.encode("utf-8")))
+
+    def misspelt(m: re.Match) -> str:
+        word = m.group(0)
+        if rng.random() >= TYPO_RATE:
+            return word
+        i = rng.randrange(1, len(word) - 2)
+        if rng.random() < 0.5:
+            return word[:i] + word[i + 1] + word[i] + word[i + 2:]
+        return word[:i] + word[i + 1:]
+
+    return _WORD.sub(misspelt, _SENTENCE_PUNCTUATION.sub("", text.lower()))
+
+
+def titled(record: dict) -> None:
+    turns = record.get("turns") or []
+    first = turns[0].get("text") if turns and isinstance(turns[0], dict) else None
+    if not isinstance(first, str) or "\n\n" not in first:
+        return
+    title, body = first.split("\n\n", 1)
+    if title.strip() and "\n" not in title.strip() and body.strip():
+        turns[0]["text"] = body
+        record.setdefault("metadata", {})["title"] = title.strip()
+
+
+SHAPES = ("html", "email", "chat", "titled")
 
 
 def export(corpus: Path, out: Path, shape: str = "html") -> int:
@@ -72,6 +109,12 @@ def export(corpus: Path, out: Path, shape: str = "html") -> int:
             record = json.loads(line)
             if shape == "email":
                 as_email(record.get("turns", []))
+            elif shape == "titled":
+                titled(record)
+            elif shape == "chat":
+                for k, turn in enumerate(record.get("turns", [])):
+                    if isinstance(turn.get("text"), str):
+                        turn["text"] = as_chat(turn["text"], f"{record.get('dialogue_id')}/{k}")
             else:
                 for turn in record.get("turns", []):
                     if isinstance(turn.get("text"), str):
@@ -84,7 +127,7 @@ def export(corpus: Path, out: Path, shape: str = "html") -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 3 or args[0] not in SHAPES:
-        print("usage: python -m sarag_assets.evaluation.corpus_exports html|email CORPUS.jsonl OUT.jsonl",
+        print("usage: python -m sarag_assets.evaluation.corpus_exports html|email|chat|titled CORPUS.jsonl OUT.jsonl",
               file=sys.stderr)
         return 2
     print(f"{export(Path(args[1]), Path(args[2]), args[0])} conversations written as {args[0]} to {args[2]}")

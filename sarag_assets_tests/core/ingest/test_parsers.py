@@ -851,3 +851,28 @@ def test_an_id_holding_control_characters_is_quarantined_with_its_reason(tmp_pat
     assert [c.dialogue_id for c in parsed.conversations] == [GOOD_A["dialogue_id"]]
     (q,) = parsed.quarantined
     assert "holds control characters" in q.reason and "\x1b" not in q.reason
+
+
+def test_a_forum_export_that_gives_titles_apart_reads_back_as_the_threads_show_them(tmp_path):
+    """The evaluation's `titled` export moves each first post's title line into metadata.title; landing it
+    puts every title back above its first post, so the stored turns are those of the original corpus."""
+    from sarag_assets.evaluation.corpus_exports import export
+
+    source = TEST_DATA / "ood" / "smarthome" / "corpus.jsonl"
+    out = tmp_path / "titled.jsonl"
+    export(source, out, "titled")
+    moved = sum("title" in json.loads(line).get("metadata", {}) for line in out.open())
+    original = {c.dialogue_id: [t.text for t in c.turns] for c in parse_file(source).conversations}
+    landed = {c.dialogue_id: [t.text for t in c.turns] for c in parse_file(out).conversations}
+    assert moved > 20 and landed == original
+
+
+def test_the_chat_export_is_lower_case_unpunctuated_and_misspelt_the_same_way_each_time():
+    from sarag_assets.evaluation.corpus_exports import as_chat
+
+    text = "Hello! My Thermostat keeps rebooting, every evening; firmware 2.4.1 installed. Any ideas?"
+    chat = as_chat(text, "sh-1/0")
+    assert chat == as_chat(text, "sh-1/0") and chat == chat.lower()
+    assert "2.4.1" in chat and not any(p in chat.replace("2.4.1", "") for p in ".,;!?")
+    many = [as_chat("understanding configuration", f"d/{k}") for k in range(200)]
+    assert 0 < sum(m != "understanding configuration" for m in many) < 200
