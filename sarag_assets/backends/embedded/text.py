@@ -95,6 +95,37 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+# Half of a cell's 400 characters (gist.PROBLEM_CHARS): a longer run without a sentence end (a transcript,
+# an unpunctuated chat, a run-on post) is read in pieces, so that a cell can quote part of it beside
+# another sentence instead of all of it or nothing.
+MAX_SENTENCE_CHARS = 200
+
+
+def reading_units(text: str) -> list[tuple[int, int, str]]:
+    """`split_sentences`, with every sentence longer than MAX_SENTENCE_CHARS cut at whitespace into the
+    fewest pieces of about equal length (text without spaces stays whole)."""
+    out: list[tuple[int, int, str]] = []
+    for start, end, seg in split_sentences(text):
+        if len(seg) <= MAX_SENTENCE_CHARS:
+            out.append((start, end, seg))
+            continue
+        n = -(-len(seg) // MAX_SENTENCE_CHARS)
+        cuts = [start]
+        for k in range(1, n):
+            target = start + len(seg) * k // n
+            left = max(text.rfind(" ", cuts[-1] + 1, target + 1), text.rfind("\n", cuts[-1] + 1, target + 1))
+            right = min((i for i in (text.find(" ", target, end), text.find("\n", target, end)) if i > 0), default=-1)
+            cut = min((i for i in (left, right) if i > cuts[-1]), key=lambda i: abs(i - target), default=None)
+            if cut is not None:
+                cuts.append(cut)
+        for a, b in zip(cuts, cuts[1:] + [end]):
+            piece = text[a:b]
+            lead = len(piece) - len(piece.lstrip())
+            if piece.strip():
+                out.append((a + lead, a + lead + len(piece.strip()), piece.strip()))
+    return out
+
+
 def _strip_lead(text: str) -> str:
     """The sentence without leading @mentions, list markers and bullets."""
     return _LEADING_NOISE.sub("", text)

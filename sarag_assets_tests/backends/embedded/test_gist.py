@@ -355,3 +355,23 @@ def test_the_answer_the_source_marks_accepted_is_the_resolution_and_resolves_it(
     assert found["resolved"].value == "true" and found["resolved"].evidence in turns[3][1]
     # without the mark the cues alone decide (here the first answer), and nothing says it worked
     assert not unmarked.get("resolution", "").startswith(accepted_words) and unmarked.get("resolved") != "true"
+
+
+def test_an_unpunctuated_post_is_read_in_pieces_so_the_problem_holds_more_than_its_title(backend):
+    from sarag_assets.backends.embedded.text import MAX_SENTENCE_CHARS, reading_units
+
+    body = ("we replaced the isp router with a meshlink pro 3-pack last week speeds are great no complaints there "
+            "but im trying to add 9 lumi bulbs and every single one fails at the last step with device failed to "
+            "join network code 12 im standing right next to the node with my phone and the bulbs are 2 meters away "
+            "i already reset them 5 times and moved the hub closer and even tried the old router again for one of "
+            "them which worked so it must be the mesh")
+    post = f"cant add any smart bulbs after switching to meshlink pro\n\n{body}"
+    units = reading_units(post)
+    assert len(units) == 4 and all(len(seg) <= MAX_SENTENCE_CHARS for _, _, seg in units)
+    assert " ".join(seg for _, _, seg in units[1:]) == body and all(post[s:e] == seg for s, e, seg in units)
+    g, _ = gist_of(backend, ("user", post),
+                   ("agent", "meshlink pro uses band steering turn on the 2.4 ghz compatibility mode in the app and "
+                             "pair the bulbs again"),
+                   ("user", "that did it all 9 paired thanks"))
+    assert "meshlink pro" in g["problem"] and "device failed to join network" in g["problem"]
+    assert len(g["problem"]) <= 400
