@@ -10,7 +10,8 @@
   same words in every run (seeded by the dialogue id and turn).
 - ``titled``, as a forum export that gives the thread's title apart from the first post: a first turn
   that opens with a line of its own (a line, then a blank line) loses it to the record's
-  ``metadata.title``.
+  ``metadata.title``, whatever the line is (a title, a "Subject:" line, a salutation): it checks that
+  landing puts the line back, not what a title is worth.
 
 Everything else of a record stays. Usage:
 
@@ -29,7 +30,7 @@ import zlib
 from pathlib import Path
 
 _ITEM = re.compile(r"^(?:[-*•]|\d+[.)])\s+(.*)")
-_SENTENCE_PUNCTUATION = re.compile(r"[.,!?;:¿¡]+(?=\s|$)")
+_SENTENCE_PUNCTUATION = re.compile(r"[.,!?;:]+(?=\s|$)|[¿¡]")
 _WORD = re.compile(r"[^\W\d_]{4,}")
 TYPO_RATE = 1 / 8
 
@@ -92,7 +93,9 @@ def titled(record: dict) -> None:
     title, body = first.split("\n\n", 1)
     if title.strip() and "\n" not in title.strip() and body.strip():
         turns[0]["text"] = body
-        record.setdefault("metadata", {})["title"] = title.strip()
+        if not isinstance(record.get("metadata"), dict):
+            record["metadata"] = {}
+        record["metadata"]["title"] = title.strip()
 
 
 SHAPES = ("html", "email", "chat", "titled")

@@ -40,7 +40,6 @@ from sarag_assets.backends.embedded.text import (
     _strip_lead,
     is_placeholder_only,
     snake,
-    reading_units,
     split_sentences,
     without_letter_frame,
 )
@@ -151,7 +150,7 @@ def analyze(turns: Sequence[tuple[str, str]]) -> Analysis:
     turns = [(r, t or "") for r, t in turns]
     sentences: list[Sentence] = []
     for ti, (role, text) in enumerate(turns):
-        for si, (s, e, seg) in enumerate(reading_units(text)):
+        for si, (s, e, seg) in enumerate(split_sentences(text)):
             sentences.append(Sentence(ti, role, si, s, e, seg))
     an = Analysis(turns=turns, sentences=sentences, body=without_letter_frame(turns, sentences))
     findings: list[Finding] = []

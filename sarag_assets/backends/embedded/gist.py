@@ -26,11 +26,13 @@ only by the asker's comments and acknowledgements (no question, no "it failed", 
 question) are one step-by-step answer; another helper's answer is not part of it (when the speakers are
 known). Nothing resolved it (no cell, `resolved` false) when there is no answer, when the asker's last
 turn after the last answer asks on, when the asker says it failed, when the answer ends in a refusal, or
-when a helper passed it on and nobody said it was done. `resolved` is true only when the asker says it worked.
+when a helper passed it on and nobody said it was done. `resolved` is true only when the asker says it worked
+(or the source marks the answer accepted, below).
 
-A turn the source marks as the accepted answer (MSDialog's `is_answer`, a JSONL turn's `"accepted": true`)
-is the resolution, and `resolved` is true, whatever the cues say: the forum's mark is the asker's verdict
-put as structure, in any language.
+A turn the source marks as the accepted answer (MSDialog's `is_answer`, a JSONL turn's `"accepted": true`,
+a CSV's `accepted` column) is the resolution, and `resolved` is true, whatever the cues say: the forum's
+mark is the asker's verdict put as structure, in any language. A marked turn with nothing to quote (a bare
+link) leaves it to the cues.
 
 It is quoted like the problem (relevance to the problem and to the answer itself, `RESOLUTION_CHARS`).
 Non-adjacent pieces are joined by `GAP`, so every piece stays verbatim; the semantic gate checks each.
@@ -55,7 +57,7 @@ import numpy as np
 from sarag_assets.backends.embedded.cues import confirmation as english_confirmation
 from sarag_assets.backends.embedded.cues import instruction_score
 from sarag_assets.backends.embedded.findings import Analysis, Finding, Sentence
-from sarag_assets.backends.embedded.text import _strip_lead, without_letter_frame
+from sarag_assets.backends.embedded.text import _strip_lead, in_pieces, without_letter_frame
 from sarag_assets.core.structuring.gates import EXCERPT_GAP
 from sarag_assets.core.writing import CJK_SENTENCE_END, QUESTION_MARKS, SPACED_SENTENCE_END, words
 
@@ -178,9 +180,9 @@ def gist(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence], encode
     problem, problem_vec = _problem(turns, [s for s in users if s.turn in stating] or users, opening, helper_mean, v)
     substantive = _substantive(turns, answer_turns, stepped, problem_vec, v)
     marked = [k for k in accepted if 0 <= k < len(turns) and k not in opening and turns[k][1].strip()]
-    if marked:
-        resolution, resolved = _quoted(turns, body, marked, marked[-1], problem_vec, v, None, marked=True)
-    else:
+    resolution, resolved = _quoted(turns, body, marked, marked[-1], problem_vec, v, None, marked=True) \
+        if marked else (None, None)
+    if resolution is None:  # no mark, or nothing in the marked turns to quote (a bare link): the cues decide
         resolution, resolved = _resolution(turns, sentences, body, answer_turns, substantive, stating, problem_vec, v,
                                            confirmation, escalated_turn, speakers)
     return Gist(problem, resolution, resolved)
@@ -232,8 +234,9 @@ def _pieces(text: str) -> list[str]:
 def apply_gist(an: Analysis, encode: Encode) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
-    found = gist(an.turns, an.sentences, encode, confirmation=english_confirmation,
-                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=an.body,
+    sentences, body = in_pieces(an.turns, an.sentences, an.body)
+    found = gist(an.turns, sentences, encode, confirmation=english_confirmation,
+                 escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=body,
                  accepted=an.accepted)
     kept = [f for f in an.findings if f.signal not in GIST_SIGNALS]
     an.findings = kept + [f for f in (found.problem, found.resolution, found.resolved) if f is not None]
@@ -251,7 +254,7 @@ def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[lis
 
 def gist_texts(an: Analysis) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(an.turns, *_parts(an.turns, an.body, an.speakers or None))
+    return _texts(an.turns, *_parts(an.turns, in_pieces(an.turns, an.sentences, an.body)[1], an.speakers or None))
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:

@@ -96,34 +96,55 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
 
 
 # Half of a cell's 400 characters (gist.PROBLEM_CHARS): a longer run without a sentence end (a transcript,
-# an unpunctuated chat, a run-on post) is read in pieces, so that a cell can quote part of it beside
+# an unpunctuated chat, a run-on post) is quoted in pieces, so that a cell can take part of it beside
 # another sentence instead of all of it or nothing.
 MAX_SENTENCE_CHARS = 200
 
 
-def reading_units(text: str) -> list[tuple[int, int, str]]:
-    """`split_sentences`, with every sentence longer than MAX_SENTENCE_CHARS cut at whitespace into the
-    fewest pieces of about equal length (text without spaces stays whole)."""
-    out: list[tuple[int, int, str]] = []
-    for start, end, seg in split_sentences(text):
-        if len(seg) <= MAX_SENTENCE_CHARS:
-            out.append((start, end, seg))
-            continue
-        n = -(-len(seg) // MAX_SENTENCE_CHARS)
-        cuts = [start]
-        for k in range(1, n):
-            target = start + len(seg) * k // n
-            left = max(text.rfind(" ", cuts[-1] + 1, target + 1), text.rfind("\n", cuts[-1] + 1, target + 1))
-            right = min((i for i in (text.find(" ", target, end), text.find("\n", target, end)) if i > 0), default=-1)
-            cut = min((i for i in (left, right) if i > cuts[-1]), key=lambda i: abs(i - target), default=None)
-            if cut is not None:
-                cuts.append(cut)
-        for a, b in zip(cuts, cuts[1:] + [end]):
-            piece = text[a:b]
-            lead = len(piece) - len(piece.lstrip())
-            if piece.strip():
-                out.append((a + lead, a + lead + len(piece.strip()), piece.strip()))
+def _pieces(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+    """text[start:end] cut at whitespace into the fewest pieces of about equal length within
+    MAX_SENTENCE_CHARS (a text without spaces stays whole), as (start, end, piece)."""
+    if end - start <= MAX_SENTENCE_CHARS:
+        return [(start, end, text[start:end])]
+    n = -(-(end - start) // MAX_SENTENCE_CHARS)
+    cuts = [start]
+    for k in range(1, n):
+        target = start + (end - start) * k // n
+        left = max(text.rfind(" ", cuts[-1] + 1, target + 1), text.rfind("\n", cuts[-1] + 1, target + 1))
+        right = min((i for i in (text.find(" ", target, end), text.find("\n", target, end)) if i > 0), default=-1)
+        cut = min((i for i in (left, right) if i > cuts[-1]), key=lambda i: abs(i - target), default=None)
+        if cut is not None:
+            cuts.append(cut)
+    out = []
+    for a, b in zip(cuts, cuts[1:] + [end]):
+        piece = text[a:b]
+        lead = len(piece) - len(piece.lstrip())
+        if piece.strip():
+            out.append((a + lead, a + lead + len(piece.strip()), piece.strip()))
     return out
+
+
+def reading_units(text: str) -> list[tuple[int, int, str]]:
+    """`split_sentences`, each sentence longer than MAX_SENTENCE_CHARS in pieces (`_pieces`)."""
+    return [p for start, end, _ in split_sentences(text) for p in _pieces(text, start, end)]
+
+
+def in_pieces(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence],
+              body: Sequence[Sentence]) -> tuple[list[Sentence], list[Sentence]]:
+    """`sentences` and `body` (a subset of them) with every sentence longer than MAX_SENTENCE_CHARS in
+    pieces, numbered again within each turn so that adjacent pieces stay adjacent. For what a cell quotes:
+    the detectors read whole sentences (a question mark at the end of a long question still asks)."""
+    pieces: dict[tuple[int, int], list[Sentence]] = {}
+    count: dict[int, int] = {}
+    out = []
+    for s in sentences:
+        mine = []
+        for a, b, text in _pieces(turns[s.turn][1], s.start, s.end):
+            mine.append(Sentence(s.turn, s.role, count.get(s.turn, 0), a, b, text))
+            count[s.turn] = count.get(s.turn, 0) + 1
+        pieces[(s.turn, s.index)] = mine
+        out += mine
+    return out, [p for s in body for p in pieces.get((s.turn, s.index), [s])]
 
 
 def _strip_lead(text: str) -> str:

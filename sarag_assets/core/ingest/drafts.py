@@ -4,6 +4,7 @@ checks, quarantine rows with their reason, and the finishing step that turns a d
 from __future__ import annotations
 
 import codecs
+import html
 import json
 import re
 import unicodedata
@@ -225,19 +226,22 @@ def source_title(metadata: dict[str, Any]) -> str | None:
 
 
 def _with_title(turns: list[_RawTurn], roles: list[Role], metadata: dict[str, Any]) -> list[str]:
-    """Each turn's text, the asker's first turn opened by the thread's title unless its first line holds it.
+    """Each turn's text, the asker's first turn opened by the thread's title unless its first line holds it
+    (the title is most of that line: "Re: vpn drops hourly" holds "VPN drops hourly").
 
     A forum thread's title or a ticket's subject is the asker's own summary of the problem, and often the
     one line that names the product and the error; the thread shows it above the first post, so the stored
-    text does too, and search and the problem cell read it like the rest of what the asker wrote."""
+    text does too, and search and the problem cell read it like the rest of what the asker wrote. The
+    title is plain text, so it is escaped: an HTML post renders it as written, and "<p> tags vanish" does
+    not make a plain post read as HTML."""
     texts = [t.text for t in turns]
     title = source_title(metadata)
     if title is None:
         return texts
     first = roles.index("user")
-    first_line = next((line for line in texts[first].splitlines() if line.strip()), "")
-    if title.casefold() not in " ".join(first_line.split()).casefold():
-        texts[first] = f"{title}\n\n{texts[first]}"
+    first_line = " ".join(next((line for line in texts[first].splitlines() if line.strip()), "").split())
+    if not (title.casefold() in first_line.casefold() and 2 * len(title) >= len(first_line)):
+        texts[first] = f"{html.escape(title, quote=False)}\n\n{texts[first]}"
     return texts
 
 

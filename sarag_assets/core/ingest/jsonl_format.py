@@ -152,7 +152,7 @@ def _generic_turns(raw_turns: list, dialogue_id: str) -> tuple[list[_RawTurn], i
                 raise _Reject(f"{where}: role {_short(t['role'])} is neither 'user' nor 'agent'")
         ts, invalid = _norm_ts(t.get("ts"))
         bad_ts += invalid
-        accepted = t.get("accepted", False)
+        accepted = t.get("accepted") or False  # null, as database exports write it, is no mark
         if not isinstance(accepted, bool):
             raise _Reject(f"{where}: accepted {_short(accepted)} is neither true nor false")
         turns.append(_RawTurn(speaker, text, ts, role, accepted))

@@ -347,7 +347,8 @@ ACCEPTED_THREAD = [
 def test_the_answer_the_source_marks_accepted_is_the_resolution_and_resolves_it(backend, language, turns):
     speakers = ["op", "alice", "op", "bob"]
     unmarked, _ = gist_of(backend, *turns, speakers=speakers)
-    conv = ConversationInput(dialogue_id=f"accepted-{language}", turns=[
+    # the same id as the unmarked one: the backend's memo must tell the two apart
+    conv = ConversationInput(dialogue_id="g", turns=[
         ConversationTurn(speaker=p, role=r, text=t, accepted=(i == 3)) for i, (p, (r, t)) in enumerate(zip(speakers, turns))])
     found = {f.signal: f for f in backend.analysis(conv).findings if f.signal in ("resolution", "resolved")}
     accepted_words = turns[3][1].split()[0]  # "You" / "Sie"
@@ -375,3 +376,14 @@ def test_an_unpunctuated_post_is_read_in_pieces_so_the_problem_holds_more_than_i
                    ("user", "that did it all 9 paired thanks"))
     assert "meshlink pro" in g["problem"] and "device failed to join network" in g["problem"]
     assert len(g["problem"]) <= 400
+
+
+def test_a_marked_turn_with_nothing_to_quote_leaves_the_resolution_to_the_cues(backend):
+    turns = [("user", "The app logs me out every time I open the transfers page."),
+             ("agent", "Update the app to 8.2 and sign in again; the new version renews the session token."),
+             ("user", "Updated and signed in again, it works now. Thanks!"),
+             ("agent", "[URL]")]
+    marked = ConversationInput(dialogue_id="g", turns=[
+        ConversationTurn(speaker=f"{r}1", role=r, text=t, accepted=(i == 3)) for i, (r, t) in enumerate(turns)])
+    found = {f.signal: f.value for f in backend.analysis(marked).findings if f.signal in ("resolution", "resolved")}
+    assert found["resolution"].startswith("Update the app to 8.2") and found["resolved"] == "true"

@@ -204,18 +204,39 @@ def test_a_title_or_subject_in_the_metadata_opens_the_askers_first_turn(tmp_path
                    {"speaker": "agent", "text": "Renew the lease."}]},
         {"dialogue_id": "t3", "metadata": {"title": ["not", "a", "string"]},
          "turns": [{"speaker": "customer", "text": "No title here."}, {"speaker": "agent", "text": "Ok."}]},
+        {"dialogue_id": "t4", "metadata": {"title": "Outlook"},
+         "turns": [{"speaker": "customer", "text": "My Outlook asks for the password on every start."},
+                   {"speaker": "agent", "text": "Clear the saved credentials."}]},
+        {"dialogue_id": "t5", "metadata": {"title": "Error <DLL> missing & <p> tags"},
+         "turns": [{"speaker": "customer", "text": "<p>Setup stops.</p><p>Then it closes.</p>"},
+                   {"speaker": "agent", "text": "Reinstall the runtime."}]},
+        {"dialogue_id": "t6", "metadata": {"title": "Error <DLL> missing"},
+         "turns": [{"speaker": "customer", "text": "Setup stops.\nThen it closes."},
+                   {"speaker": "agent", "text": "Reinstall the runtime."}]},
     ])
-    t1, t2, t3 = parse_file(path).conversations
+    t1, t2, t3, t4, t5, t6 = parse_file(path).conversations
     assert [t.text for t in t1.turns] == ["Hello, how can I help?", "Printer PX-2 jams on page 2\n\nIt jams every time.",
                                           "Still there."]
     assert t2.turns[0].text == "Re: vpn drops hourly\nIt drops at :00."  # its first line holds the title
     assert t3.turns[0].text == "No title here."
+    # a word of a one-line post is not its title
+    assert t4.turns[0].text.startswith("Outlook\n\nMy Outlook asks")
+    # the title is plain text beside an HTML post and beside a plain one
+    stored = {c.dialogue_id: conversation_rows(c, redact=False)[0]["text"] for c in (t5, t6)}
+    assert stored == {"t5": "Error <DLL> missing & <p> tags\nSetup stops.\nThen it closes.",
+                      "t6": "Error <DLL> missing\n\nSetup stops.\nThen it closes."}
 
 
 def test_the_answer_the_source_marks_accepted_is_kept_on_its_turn(tmp_path):
     c14, c27 = parse_file(MSDIALOG).conversations  # MSDialog's is_answer
     assert [t.accepted for t in c14.turns] == [False, True, False]
     assert not any(t.accepted for t in c27.turns)
+    # utterances listed out of order keep their mark on their own turn once sorted
+    shuffled = json.loads(MSDIALOG.read_text(encoding="utf-8"))
+    shuffled["14"]["utterances"].reverse()
+    (tmp_path / "shuffled.json").write_text(json.dumps(shuffled), encoding="utf-8")
+    c14_shuffled = parse_file(tmp_path / "shuffled.json").conversations[0]
+    assert c14_shuffled.turns == c14.turns
     assert conversation_rows(c14, redact=True)[1]["accepted"] is True
     path = write_lines(tmp_path / "forum.jsonl", [
         {"dialogue_id": "f1", "turns": [{"speaker": "op", "text": "Fan runs at night.", "role": "user"},
@@ -223,10 +244,12 @@ def test_the_answer_the_source_marks_accepted_is_kept_on_its_turn(tmp_path):
                                          "accepted": True}]},
         {"dialogue_id": "f2", "turns": [{"speaker": "op", "text": "Fan runs.", "role": "user"},
                                         {"speaker": "kv", "text": "Fit it.", "role": "agent", "accepted": "yes"}]},
+        {"dialogue_id": "f3", "turns": [{"speaker": "op", "text": "Fan runs.", "role": "user", "accepted": None},
+                                        {"speaker": "kv", "text": "Fit it.", "role": "agent", "accepted": True}]},
     ])
     parsed = parse_file(path)
-    (f1,) = parsed.conversations
-    assert [t.accepted for t in f1.turns] == [False, True]
+    f1, f3 = parsed.conversations
+    assert [t.accepted for t in f1.turns] == [False, True] and [t.accepted for t in f3.turns] == [False, True]
     assert only_reason(parsed) == "dialogue 'f2' turns[1]: accepted 'yes' is neither true nor false"
     # a mark is part of what the conversation says, and a conversation without one keeps its hash
     unmarked = Conversation(f1.dialogue_id, tuple(replace(t, accepted=False) for t in f1.turns), 0)
@@ -862,9 +885,11 @@ def test_a_forum_export_that_gives_titles_apart_reads_back_as_the_threads_show_t
     out = tmp_path / "titled.jsonl"
     export(source, out, "titled")
     moved = sum("title" in json.loads(line).get("metadata", {}) for line in out.open())
-    original = {c.dialogue_id: [t.text for t in c.turns] for c in parse_file(source).conversations}
-    landed = {c.dialogue_id: [t.text for t in c.turns] for c in parse_file(out).conversations}
-    assert moved > 20 and landed == original
+
+    def stored(path):
+        return {c.dialogue_id: [r["text"] for r in conversation_rows(c, redact=True)] for c in parse_file(path).conversations}
+
+    assert moved > 20 and stored(out) == stored(source)
 
 
 def test_the_chat_export_is_lower_case_unpunctuated_and_misspelt_the_same_way_each_time():

@@ -126,3 +126,14 @@ def test_dialogue_graphs_of_a_batch_share_one_model_call(conversations):
     assert after_embedder.model_calls == 1
     assert after_nodes.frame.equals(before_nodes.frame) and after_edges.equals(before_edges)
     assert not after_nodes.failures and after_nodes.frame.height >= len(conversations)
+
+
+def test_the_llm_transcript_names_an_accepted_answer_and_is_unchanged_without_one():
+    from sarag_assets.core.structuring.interface import ConversationInput, ConversationTurn
+
+    turns = [("user1", "user", "Fan runs at night."), ("agent1", "agent", "Fit the power adapter.")]
+    plain = ConversationInput(dialogue_id="f", turns=[ConversationTurn(speaker=s, role=r, text=t) for s, r, t in turns])
+    # the format every cached LLM call was made with
+    assert plain.transcript() == "[0] user1 (user): Fan runs at night.\n[1] agent1 (agent): Fit the power adapter."
+    marked = plain.model_copy(update={"turns": [plain.turns[0], plain.turns[1].model_copy(update={"accepted": True})]})
+    assert marked.transcript().splitlines()[1] == "[1] agent1 (agent, the accepted answer): Fit the power adapter."
