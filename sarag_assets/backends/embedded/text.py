@@ -101,7 +101,7 @@ def split_sentences(text: str) -> list[tuple[int, int, str]]:
 MAX_SENTENCE_CHARS = 200
 
 
-def _pieces(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
+def sentence_pieces(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
     """text[start:end] cut at whitespace into the fewest pieces of about equal length within
     MAX_SENTENCE_CHARS (a text without spaces stays whole), as (start, end, piece)."""
     if end - start <= MAX_SENTENCE_CHARS:
@@ -124,11 +124,6 @@ def _pieces(text: str, start: int, end: int) -> list[tuple[int, int, str]]:
     return out
 
 
-def reading_units(text: str) -> list[tuple[int, int, str]]:
-    """`split_sentences`, each sentence longer than MAX_SENTENCE_CHARS in pieces (`_pieces`)."""
-    return [p for start, end, _ in split_sentences(text) for p in _pieces(text, start, end)]
-
-
 def in_pieces(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence],
               body: Sequence[Sentence]) -> tuple[list[Sentence], list[Sentence]]:
     """`sentences` and `body` (a subset of them) with every sentence longer than MAX_SENTENCE_CHARS in
@@ -139,7 +134,7 @@ def in_pieces(turns: Sequence[tuple[str, str]], sentences: Sequence[Sentence],
     out = []
     for s in sentences:
         mine = []
-        for a, b, text in _pieces(turns[s.turn][1], s.start, s.end):
+        for a, b, text in sentence_pieces(turns[s.turn][1], s.start, s.end):
             mine.append(Sentence(s.turn, s.role, count.get(s.turn, 0), a, b, text))
             count[s.turn] = count.get(s.turn, 0) + 1
         pieces[(s.turn, s.index)] = mine

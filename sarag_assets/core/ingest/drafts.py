@@ -227,7 +227,7 @@ def source_title(metadata: dict[str, Any]) -> str | None:
 
 def _with_title(turns: list[_RawTurn], roles: list[Role], metadata: dict[str, Any]) -> list[str]:
     """Each turn's text, the asker's first turn opened by the thread's title unless its first line holds it
-    (the title is most of that line: "Re: vpn drops hourly" holds "VPN drops hourly").
+    (the title is at least half of that line: "Re: vpn drops hourly" holds "VPN drops hourly").
 
     A forum thread's title or a ticket's subject is the asker's own summary of the problem, and often the
     one line that names the product and the error; the thread shows it above the first post, so the stored

@@ -359,7 +359,7 @@ def test_the_answer_the_source_marks_accepted_is_the_resolution_and_resolves_it(
 
 
 def test_an_unpunctuated_post_is_read_in_pieces_so_the_problem_holds_more_than_its_title(backend):
-    from sarag_assets.backends.embedded.text import MAX_SENTENCE_CHARS, reading_units
+    from sarag_assets.backends.embedded.text import MAX_SENTENCE_CHARS, sentence_pieces, split_sentences
 
     body = ("we replaced the isp router with a meshlink pro 3-pack last week speeds are great no complaints there "
             "but im trying to add 9 lumi bulbs and every single one fails at the last step with device failed to "
@@ -367,7 +367,7 @@ def test_an_unpunctuated_post_is_read_in_pieces_so_the_problem_holds_more_than_i
             "i already reset them 5 times and moved the hub closer and even tried the old router again for one of "
             "them which worked so it must be the mesh")
     post = f"cant add any smart bulbs after switching to meshlink pro\n\n{body}"
-    units = reading_units(post)
+    units = [p for start, end, _ in split_sentences(post) for p in sentence_pieces(post, start, end)]
     assert len(units) == 4 and all(len(seg) <= MAX_SENTENCE_CHARS for _, _, seg in units)
     assert " ".join(seg for _, _, seg in units[1:]) == body and all(post[s:e] == seg for s, e, seg in units)
     g, _ = gist_of(backend, ("user", post),
