@@ -323,7 +323,8 @@ def cmd_show(args) -> int:
         print(f"  {column}: {_one_line(value, 110)}")
     print()
     for turn in found["turns"]:
-        print(f"[{turn['turn_index']}] {_visible(turn['speaker'])} ({turn['role']}):")
+        mark = ", the accepted answer" if turn.get("accepted") else ""
+        print(f"[{turn['turn_index']}] {_visible(turn['speaker'])} ({turn['role']}{mark}):")
         for line in _visible(turn["text"]).splitlines() or [""]:
             print(f"    {line}")
     print(f"(published state {state})")

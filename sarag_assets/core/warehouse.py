@@ -596,7 +596,11 @@ def conversation_origins(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]
 
 
 def conversation_turns(con: duckdb.DuckDBPyConnection, dialogue_id: str) -> list[dict]:
-    """The stored (redacted) turns of a current conversation, in order; [] when there is none."""
+    """The stored (redacted) turns of a current conversation, in order, each with whether the source marks
+    it as the accepted answer; [] when there is none. A warehouse from before the mark reads false."""
+    has_mark = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'raw_dialogues' "
+                           "AND column_name = 'accepted'").fetchone()[0]
+    accepted = "coalesce(accepted, false)" if has_mark else "false"
     return con.execute(
-        "SELECT turn_index, role, speaker, text, ts FROM current_dialogues WHERE dialogue_id = ? ORDER BY turn_index",
-        [dialogue_id]).pl().to_dicts()
+        f"SELECT turn_index, role, speaker, text, ts, {accepted} AS accepted FROM current_dialogues "
+        "WHERE dialogue_id = ? ORDER BY turn_index", [dialogue_id]).pl().to_dicts()

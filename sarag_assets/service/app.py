@@ -125,6 +125,7 @@ class ConversationTurn(BaseModel):
     speaker: str
     text: str
     ts: datetime | None
+    accepted: bool = False  # the source marks it as the accepted answer
 
 
 class ConversationOut(BaseModel):

@@ -183,7 +183,8 @@ async function openConversation(id) {
     box.replaceChildren(
       el("p", { class: "meta", id: "conversation-id" }, c.dialogue_id + " · " + where.join(" · ")),
       ...c.turns.map((t) => el("div", { class: "turn " + (t.role === "user" ? "user" : "agent") },
-                               el("span", { class: "who" }, t.speaker + " (" + t.role + ")"), t.text)));
+                               el("span", { class: "who" }, t.speaker + " (" + t.role + ")"
+                                  + (t.accepted ? " \u00b7 accepted answer" : "")), t.text)));
     $("conv-title").focus?.();
   } catch (error) { box.replaceChildren(el("p", { class: "error" }, error.message)); }
 }

@@ -557,3 +557,21 @@ def test_home_summary_filled_share_counts_nulls(con):
         validated("b1", "d1", "os", "old version")))
     warehouse.replace_batch(con, "validated_rows", "b2", frame("validated_rows", validated("b2", "d1", "os", None)))
     assert warehouse.home_summary(con)["filled"] == {"os": pytest.approx(1 / 3)}
+
+
+def test_a_conversations_turns_say_which_the_source_accepted_and_an_older_warehouse_reads_none(con, path, tmp_path):
+    turns = dialogue("b1", "d1", 3, landed_at=datetime(2024, 1, 1, tzinfo=timezone.utc), content_hash="h1")
+    turns[1]["accepted"] = True
+    land(con, "b1", turns)
+    assert [t["accepted"] for t in warehouse.conversation_turns(con, "d1")] == [False, True, False]
+    # a published copy of a home from before the column (read-only: nothing adds it)
+    old = tmp_path / "old.duckdb"
+    columns = [(c, t) for c, t in warehouse.TABLES["raw_dialogues"] if c != "accepted"]
+    with warehouse.connect(old) as writer:
+        writer.execute("CREATE TABLE raw_dialogues (" + ", ".join(f'"{c}" {t}' for c, t in columns) + ")")
+        writer.execute("INSERT INTO raw_dialogues VALUES ('b1', 'd1', 0, 'user', 'user1', 'hi', NULL, 'f', 'jsonl', "
+                       "'h1', TIMESTAMPTZ '2024-01-01 00:00:00+00')")
+        for name, sql in warehouse.VIEWS.items():
+            writer.execute(f"CREATE VIEW {name} AS {sql}")
+    with warehouse.connect(old, read_only=True) as reader:
+        assert [(t["text"], t["accepted"]) for t in warehouse.conversation_turns(reader, "d1")] == [("hi", False)]

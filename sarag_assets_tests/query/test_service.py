@@ -159,6 +159,7 @@ def test_a_hit_opens_into_its_redacted_conversation(service, built_home):
     stored = run_select(state.warehouse, f"SELECT text FROM current_dialogues WHERE dialogue_id = "
                                          f"'{hit['dialogue_id']}' ORDER BY turn_index").rows
     assert [t["text"] for t in conversation["turns"]] == [r[0] for r in stored]  # the stored, redacted text
+    assert [t["accepted"] for t in conversation["turns"]] == [False] * len(stored)  # no generated answer is marked
     missing = service.get("/api/conversations/no-such-conversation")
     assert missing.status_code == 404 and "no-such-conversation" in missing.json()["detail"]
 
