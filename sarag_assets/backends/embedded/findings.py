@@ -56,6 +56,7 @@ class Analysis:
     speakers: list[str] = field(default_factory=list)  # each turn's speaker, where the input names them
     body: list[Sentence] = field(default_factory=list)  # the sentences a cell may quote (no letter frame)
     accepted: tuple[int, ...] = ()  # the turns the source marks as the accepted answer
+    quotable: tuple[list[Sentence], list[Sentence]] | None = None  # `sentences`, `body` as the gist quotes them
 
     def by_signal(self, signal: str) -> list[Finding]:
         return [f for f in self.findings if f.signal == signal and f.usable]

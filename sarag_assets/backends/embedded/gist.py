@@ -234,7 +234,7 @@ def _pieces(text: str) -> list[str]:
 def apply_gist(an: Analysis, encode: Encode) -> None:
     """Replace the analysis' problem, resolution and resolved findings by the gist's (once)."""
     escalations = [f.turn for f in an.by_signal("escalated")]
-    sentences, body = in_pieces(an.turns, an.sentences, an.body)
+    sentences, body = _quotable(an)
     found = gist(an.turns, sentences, encode, confirmation=english_confirmation,
                  escalated_turn=escalations[0] if escalations else None, speakers=an.speakers or None, body=body,
                  accepted=an.accepted)
@@ -254,7 +254,15 @@ def _parts(turns, sentences, speakers: Sequence[str] | None = None) -> tuple[lis
 
 def gist_texts(an: Analysis) -> list[str]:
     """Every text `gist` encodes (so that a batch can encode them in one call beforehand)."""
-    return _texts(an.turns, *_parts(an.turns, in_pieces(an.turns, an.sentences, an.body)[1], an.speakers or None))
+    return _texts(an.turns, *_parts(an.turns, _quotable(an)[1], an.speakers or None))
+
+
+def _quotable(an: Analysis) -> tuple[list[Sentence], list[Sentence]]:
+    """The analysis' sentences and body with long runs in pieces (`in_pieces`), cut once per analysis: the
+    batch encodes their texts first (`gist_texts`), then the gist reads them."""
+    if an.quotable is None:
+        an.quotable = in_pieces(an.turns, an.sentences, an.body)
+    return an.quotable
 
 
 def _texts(turns, users: list[Sentence], helpers: list[Sentence], answer_turns: list[int]) -> list[str]:
