@@ -36,7 +36,6 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("content_hash", "VARCHAR NOT NULL"),
         ("landed_at", "TIMESTAMPTZ NOT NULL"),
         ("accepted", "BOOLEAN"),  # the source marks the turn as the accepted answer (null: landed before)
-        ("source_fields", "VARCHAR"),  # the record's own fields as a JSON object, on each of its turns
     ],
     "quarantine": [
         ("batch_key", "VARCHAR NOT NULL"),

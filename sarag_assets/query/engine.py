@@ -59,7 +59,6 @@ from sarag_assets.core.indices.store import (
     SOLUTION_DOCUMENTS,
     TABLE_ROWS,
 )
-from sarag_assets.core.structuring.interface import SOURCE_FIELD_SIGNAL
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import fuse
 from sarag_assets.query.understanding import (
@@ -198,7 +197,7 @@ class Sarag:
             state = warehouse.latest_governance_state(con)
             columns = json.loads(state[1])["columns"] if state else []
             self.metadata_version = state[0] if state else None
-            self.columns = [{"name": c["name"], "type": c.get("type", "string"), "signal": c.get("signal"),
+            self.columns = [{"name": c["name"], "type": c.get("type", "string"),
                              "description": c.get("meaning") or c.get("description") or ""} for c in columns]
             names, table = warehouse.wide_rows(con, [c["name"] for c in self.columns])
             tables = warehouse.table_names(con)
@@ -213,10 +212,7 @@ class Sarag:
             row = {n: v for n, v in zip(names, record[1:]) if v is not None}
             self.rows[dialogue_id] = row
             cells.extend((dialogue_id, n, v) for n, v in row.items())
-        # a record's category or priority is a closed set of ordinary words ("Email", "High"), which a query
-        # uses in their ordinary sense: no evidence of which conversation it names (its product field is)
-        entity_columns = [c["name"] for c in self.columns
-                          if c["type"] not in _SKIP_TYPES and c["signal"] != SOURCE_FIELD_SIGNAL]
+        entity_columns = [c["name"] for c in self.columns if c["type"] not in _SKIP_TYPES]
         self.lexicon = ValueLexicon(cells, len(self.rows), columns=entity_columns)
         self.row_ids = sorted(self.rows)  # positions in id order: a position breaks ties as the id would
         self._row_position = {d: i for i, d in enumerate(self.row_ids)}
@@ -519,7 +515,7 @@ class Sarag:
         lines += [
             "current_dialogues: one row per turn of the current conversations: dialogue_id, turn_index, "
             "role ('user' | 'agent'), speaker, text, ts, source_file, source_format, accepted (the source marks "
-            "the turn as the accepted answer), source_fields (the source record's own fields, a JSON object)",
+            "the turn as the accepted answer)",
             "graph_nodes: issue-solution units: dialogue_id, node_id, issue, answer, turn_start, turn_end",
             "pseudo_documents: dialogue_id, issue_document, solution_document",
         ]

@@ -566,7 +566,7 @@ def test_a_conversations_turns_say_which_the_source_accepted_and_an_older_wareho
     assert [t["accepted"] for t in warehouse.conversation_turns(con, "d1")] == [False, True, False]
     # a published copy of a home from before the column (read-only: nothing adds it)
     old = tmp_path / "old.duckdb"
-    columns = [(c, t) for c, t in warehouse.TABLES["raw_dialogues"] if c not in ("accepted", "source_fields")]
+    columns = [(c, t) for c, t in warehouse.TABLES["raw_dialogues"] if c != "accepted"]
     with warehouse.connect(old) as writer:
         writer.execute("CREATE TABLE raw_dialogues (" + ", ".join(f'"{c}" {t}' for c, t in columns) + ")")
         writer.execute("INSERT INTO raw_dialogues VALUES ('b1', 'd1', 0, 'user', 'user1', 'hi', NULL, 'f', 'jsonl', "

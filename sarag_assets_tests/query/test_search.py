@@ -247,17 +247,3 @@ def test_a_latest_turn_that_asks_something_new_is_read_on_its_own(engine):
     # a turn that only points back finds little alone and adds less
     assert points_back.query.latest_weight < new_question.query.latest_weight
     assert engine.retrieve(opening(first), 10).query.latest_weight is None
-
-
-def test_a_records_fields_are_columns_of_the_table_and_no_value_the_table_match_reads(engine):
-    from sarag_assets.core.indices.table_values import tokens
-    from sarag_assets.query.understanding import ValueLexicon
-
-    fields = {c["name"] for c in engine.columns if c["signal"] == "source_field"}
-    assert {"domain", "channel"} <= fields  # the generated tickets' own fields
-    cells = [(d, c, v) for d, row in engine.rows.items() for c, v in row.items() if c in fields]
-    assert len({d for d, _, _ in cells}) == len(engine.rows)  # every row holds them
-    every_column = ValueLexicon(cells, len(engine.rows))
-    # read without the rule, a rare value ("accounts") would pick rows
-    assert any(every_column.rows(c, " ".join(tokens(v))) for _, c, v in cells)
-    assert not any(engine.lexicon.rows(c, " ".join(tokens(v))) for _, c, v in cells)

@@ -68,7 +68,6 @@ from sarag_assets.backends.embedded.columns import (
     _constraints,
     _differs_in_digit,
     _edit_distance_le1,
-    field_findings,
     _fits_constraints,
     _fits_type,
     _head_and_qualifier,
@@ -77,13 +76,12 @@ from sarag_assets.backends.embedded.columns import (
     _Match,
     _meaning,
     _note,
-    _short,
     _signal_of,
     _words_of,
 )
 from sarag_assets.backends.embedded.cues import _GREETING_ONLY
 from sarag_assets.backends.embedded.extraction_reads import extraction_texts, reads_free_text, reads_gist
-from sarag_assets.backends.embedded.findings import SOURCE_SIGNAL, Analysis, Finding
+from sarag_assets.backends.embedded.findings import Analysis, Finding
 from sarag_assets.backends.embedded.gist import GIST_SIGNALS, apply_gist, gist_texts
 from sarag_assets.backends.embedded.memo import TextBoundedMemo, content_key
 from sarag_assets.backends.embedded.text import (
@@ -138,13 +136,13 @@ class EmbeddedBackend:
         """The detectors' findings (memoized by content for the whole process, see `memo`), with the gist's
         problem and resolution unless `gist=False` (the detectors alone, no model call)."""
         accepted = tuple(i for i, t in enumerate(conversation.turns) if t.accepted)  # the gist reads them
-        key = content_key(self.embedder.model_name, conversation.dialogue_id, repr(conversation.fields),  # one per model
-                          *map(str, accepted), *(part for t in conversation.turns for part in (t.role, t.speaker, t.text)))
+        key = content_key(self.embedder.model_name, conversation.dialogue_id, *map(str, accepted),  # one per model
+                          *(part for t in conversation.turns for part in (t.role, t.speaker, t.text)))
         an = _ANALYSES.get(key)
-        if an is None:  # the detectors' shared output, copied (the gist replaces this copy's findings)
-            an = analyzed([(t.role, t.text) for t in conversation.turns])
-            an = replace(an, speakers=[t.speaker for t in conversation.turns], accepted=accepted,
-                         findings=an.findings + field_findings(conversation.fields))
+        if an is None:
+            # the detectors' shared output, copied: the gist replaces this copy's findings
+            an = replace(analyzed([(t.role, t.text) for t in conversation.turns]),
+                         speakers=[t.speaker for t in conversation.turns], accepted=accepted)
             an = _ANALYSES.put(key, an, sum(len(t.text) for t in conversation.turns))
         if gist and not an.gist_applied:  # two threads may both apply it: the same findings, set last
             apply_gist(an, self._encode)
@@ -302,8 +300,6 @@ class EmbeddedBackend:
         s = _signal_of(col)
         if s in SIGNALS:
             return s, 1.0
-        if s == SOURCE_SIGNAL:  # a record's field: whatever its name says, no detector reads it from the text
-            return None, 0.0
         n = canonical_name(col.name)
         lexical = (
             (r"^(?:problem|issue|symptom|complaint)$|_(?:problem|issue|symptom)$", "problem"),
@@ -356,8 +352,8 @@ class EmbeddedBackend:
 
         # 1. the same name (or an alias) in this conversation
         same = usable([f for f in an.findings if f.usable and canonical_name(f.name) in ({name} | aliases)])
-        if same or _signal_of(col) == SOURCE_SIGNAL:
-            return _Match(an.best(same), 1.0, "same name") if same else _Match(None, 0.0, "not in the record")
+        if same:
+            return _Match(an.best(same), 1.0, "same name")
         signal, conf = self._signal_for(col, desc_vec)
         if signal is not None:
             fs = usable(an.by_signal(signal))
@@ -560,7 +556,7 @@ class EmbeddedBackend:
             if v is not None and v.strip():  # an empty string is no value: null
                 return ExtractedValue(column=col.name, value=v, evidence=m.finding.evidence)
         signal = _signal_of(col)
-        if col_type == "string" and desc_vec is not None and signal not in SIGNALS and signal != SOURCE_SIGNAL:
+        if col_type == "string" and desc_vec is not None and signal not in SIGNALS:
             mapped, _ = self._signal_for(col, desc_vec)
             if mapped is None:
                 ft = self._free_text(col, an, desc_vec)
@@ -597,3 +593,8 @@ class EmbeddedBackend:
         from sarag_assets.backends.embedded.graph import dialogue_graph
 
         return dialogue_graph(conversation, backend_name=self.name, embedder=self.embedder)
+
+
+def _short(v: str, n: int = 40) -> str:
+    v = " ".join(v.split())
+    return v if len(v) <= n else v[: n - 1] + "…"

@@ -7,11 +7,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from sarag_assets.backends.embedded.findings import SOURCE_ROLE, SOURCE_SIGNAL, Finding
+from sarag_assets.backends.embedded.findings import Finding
 from sarag_assets.backends.embedded.quantities import find_dates
-from sarag_assets.backends.embedded.text import SIGNALS
-from sarag_assets.backends.normalize import canonical_name
-from sarag_assets.core.ingest.drafts import MAX_FIELD_CHARS
 from sarag_assets.core.structuring.interface import ColumnConstraints
 
 BACKEND_NAME = "embedded/1"
@@ -76,34 +73,9 @@ def _words_of(name: str) -> str:
     return words
 
 
-_TABLE_KEYS = ("dialogue_id", "batch_key")  # conversation_table's own columns
-
-
-def field_findings(fields: dict[str, str]) -> list[Finding]:
-    """The source record's fields as findings: each an exact column named as the source names it. A
-    `product` field is the product; a field named like another concept the detectors read from the text
-    ("resolution": "Fixed", "version") is a different thing (a ticket's status is no fix), and so is one named
-    like the table's own keys: its column is `source_<name>`."""
-    out = []
-    for key, value in fields.items():
-        name = canonical_name(key)
-        if not name:
-            continue
-        if name == "product":
-            signal = "product"
-        else:
-            signal = SOURCE_SIGNAL
-            if name in SIGNALS or name in _CORE_MEANINGS or name in _OPTIONAL_CONCEPTS or name in _TABLE_KEYS:
-                name = f"source_{name}"
-        out.append(Finding(signal, name, value, "string", 1.0, 0, SOURCE_ROLE, value, value, key=key))
-    return out
-
-
 def _meaning(f: Finding) -> str:
     """One sentence saying what the column holds, from the detector and the conversation's words."""
     n, w = f.name, _words_of(f.name)
-    if f.role == SOURCE_ROLE:
-        return f"The record's {f.key or w}, as the source gives it."
     if n in _CORE_MEANINGS:
         return _CORE_MEANINGS[n][1]
     if n in _OPTIONAL_CONCEPTS:
@@ -156,8 +128,6 @@ _MODEL_PATTERN = r"[0-9A-Za-z][0-9A-Za-z .()_/+\-]{1,47}"
 
 
 def _constraints(f: Finding, col_type: str) -> ColumnConstraints:
-    if f.role == SOURCE_ROLE:
-        return ColumnConstraints(max_length=MAX_FIELD_CHARS)
     if f.signal in ("resolved", "escalated"):
         return ColumnConstraints(allowed_values=["true", "false"])
     if f.signal == "version":
@@ -178,8 +148,6 @@ def _constraints(f: Finding, col_type: str) -> ColumnConstraints:
 
 
 def _how(f: Finding) -> str:
-    if f.role == SOURCE_ROLE:
-        return "the source record's field"
     return {
         "problem": "first substantive user turn, problem cue words",
         "resolution": "agent instruction, confirmed by the user" if f.strength >= 0.6 else "last agent instruction",
@@ -329,8 +297,3 @@ _ROLE_USER = re.compile(
     r"experienc\w*|tried|attempt\w*)\b",
     re.I,
 )
-
-
-def _short(v: str, n: int = 40) -> str:
-    v = " ".join(v.split())
-    return v if len(v) <= n else v[: n - 1] + "…"

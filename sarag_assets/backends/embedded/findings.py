@@ -7,8 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from sarag_assets.core.structuring.interface import SOURCE_FIELD_SIGNAL
-
 
 @dataclass(frozen=True)
 class Sentence:
@@ -18,10 +16,6 @@ class Sentence:
     start: int  # offsets into the turn's text
     end: int
     text: str
-
-
-SOURCE_ROLE = "source"  # a finding's role when the source record states it (a field), not a speaker
-SOURCE_SIGNAL = SOURCE_FIELD_SIGNAL  # the signal of a record's field (other than its product)
 
 
 @dataclass
@@ -47,7 +41,7 @@ class Finding:
         return not (self.negated or self.superseded)
 
     def where(self) -> str:
-        return "the source record" if self.role == SOURCE_ROLE else f"{self.role} turn {self.turn}"
+        return f"{self.role} turn {self.turn}"
 
 
 @dataclass
@@ -71,13 +65,11 @@ class Analysis:
         return [f for f in self.findings if f.name == name and f.usable]
 
     def best(self, findings: Iterable[Finding]) -> Finding | None:
-        """The source record's field wins; then corrections; then the strongest; then the user's word over
-        the agent's; then the earliest."""
+        """Corrections win; then the strongest; then the user's word over the agent's; then the earliest."""
         fs = [f for f in findings if f.usable]
         if not fs:
             return None
-        return min(fs, key=lambda f: (f.role != SOURCE_ROLE, not f.corrected, -round(f.strength, 1), f.role != "user",
-                                      f.turn, f.evidence))
+        return min(fs, key=lambda f: (not f.corrected, -round(f.strength, 1), f.role != "user", f.turn, f.evidence))
 
     def names(self) -> list[str]:
         return list(dict.fromkeys(f.name for f in self.findings if f.usable))

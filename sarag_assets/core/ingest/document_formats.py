@@ -203,8 +203,7 @@ def _msdialog(entry: _Entry) -> _Draft:
             metadata[key] = rec[key]
     metadata["answer_utterance_pos"] = answers
     return _Draft(
-        entry.index, entry.value, dialogue_id, [t for _, t in items], metadata, names, "source", bad_ts,
-        fields={"category": rec.get("category")},
+        entry.index, entry.value, dialogue_id, [t for _, t in items], metadata, names, "source", bad_ts
     )
 
 
@@ -238,8 +237,7 @@ def _abcd(entry: _Entry) -> _Draft:
             metadata[key] = scenario[key]
     personal = scenario.get("personal") if isinstance(scenario.get("personal"), dict) else {}
     names = [personal[k] for k in ("customer_name", "username") if isinstance(personal.get(k), str)]
-    fields = {k: metadata[k] for k in ("flow", "subflow") if k in metadata}
-    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source", fields=fields)
+    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source")
 
 
 def _tweetsumm(entry: _Entry) -> _Draft:
@@ -311,8 +309,7 @@ def _multidogo(entry: _Entry) -> _Draft:
         metadata["domain"] = info["domain"]
     if rec.get("original dialog id") is not None:
         metadata["original_dialog_id"] = rec["original dialog id"]
-    fields = {"domain": metadata["domain"]} if "domain" in metadata else {}
-    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source", fields=fields)
+    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source")
 
 
 _DOC_BUILDERS = {"msdialog": _msdialog, "abcd": _abcd, "tweetsumm": _tweetsumm, "multidogo": _multidogo}

@@ -1,7 +1,6 @@
 """The two gates every extracted value passes. No Dagster imports.
 
-- Semantic gate: the value is supported by the conversation text (after redaction), or is one of the
-  source record's own fields (a ticket's product, a forum's category). Strings must
+- Semantic gate: the value is supported by the conversation text (after redaction). Strings must
   occur in the text (normalized), or, for longer free text, most of their content words must occur
   in one turn; numbers must appear as numbers; dates as a date expression of the same day; booleans
   need evidence text that occurs in the conversation.
@@ -96,9 +95,6 @@ def semantic_gate(
     norm_value = normalize_text(str(value))
     if not norm_value:
         return False, "empty value"
-    field = next((k for k, v in conversation.fields.items() if normalize_text(v) == norm_value), None)
-    if field is not None:
-        return True, f"the source record's field {field!r} holds the value"
     evidence_ok = bool(evidence) and normalize_text(evidence) in norm_text
 
     if column.type == "boolean":

@@ -16,9 +16,6 @@ from pydantic import BaseModel, Field
 
 log = logging.getLogger(__name__)
 
-# the signal of a column that holds a source record's own field (a forum's category, a ticket's priority):
-# set by the record, not read from the text
-SOURCE_FIELD_SIGNAL = "source_field"
 CanonicalType = Literal["int", "string", "float", "boolean", "date", "datetime"]
 CANONICAL_TYPES: tuple[str, ...] = ("int", "string", "float", "boolean", "date", "datetime")
 Operation = Literal["KEEP", "EXPAND", "ADD", "MERGE", "DELETE"]
@@ -34,13 +31,10 @@ class ConversationTurn(BaseModel):
 class ConversationInput(BaseModel):
     dialogue_id: str
     turns: list[ConversationTurn]
-    fields: dict[str, str] = Field(default_factory=dict)  # the source record's own fields (category, product, ...)
 
     def transcript(self) -> str:
-        # the fields head the transcript only where there are some, so a record without them reads as before
-        head = [f"(record field) {k}: {v}" for k, v in self.fields.items()]
-        return "\n".join(head + [f"[{i}] {t.speaker} ({t.role}{', the accepted answer' if t.accepted else ''}): {t.text}"
-                                  for i, t in enumerate(self.turns)])
+        return "\n".join(f"[{i}] {t.speaker} ({t.role}{', the accepted answer' if t.accepted else ''}): {t.text}"
+                         for i, t in enumerate(self.turns))
 
 
 class ColumnConstraints(BaseModel):

@@ -62,7 +62,6 @@ def conversations_from_raw(raw: pl.DataFrame) -> list[tuple[ConversationInput, s
                 ConversationTurn(speaker=r["speaker"], role=r["role"], text=r["text"], accepted=bool(r.get("accepted")))
                 for r in turns.iter_rows(named=True)
             ],
-            fields=json.loads(turns["source_fields"][0] or "{}") if "source_fields" in turns.columns else {},
         )
         out.append((conversation, turns["content_hash"][0]))
     return out

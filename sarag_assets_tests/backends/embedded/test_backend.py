@@ -414,34 +414,3 @@ def test_extracted_values_are_never_empty_strings(backend, real_conversations):
             assert v.value is None or v.value.strip(), (conv.dialogue_id, v)
             checked += 1
     assert checked > 0
-
-
-def test_a_records_fields_are_exact_columns_that_no_detector_fills_from_the_text(backend):
-    ticket = conversation(
-        "tk-1", ("user", "Thunderbird on my laptop keeps asking for the mail password since Monday."),
-        ("agent", "Remove the saved password in the account settings and sign in again."),
-        ("user", "That fixed it, thank you!"),
-    ).model_copy(update={"fields": {"Category": "Email", "product": "Outlook Web", "resolution": "Fixed",
-                                    "batch_key": "Spring Import"}})
-    proposed = {c.name: c for c in backend.candidate_schema(ticket).columns}
-    assert (proposed["category"].example_value, proposed["category"].signal) == ("Email", "source_field")
-    assert proposed["product"].example_value == "Outlook Web"  # the record's product over the text's
-    # a ticket's "resolution" field is its status, not the fix: a column of its own, and the fix stays the helper's
-    assert proposed["source_resolution"].example_value == "Fixed"
-    assert proposed["resolution"].example_value.startswith("Remove the saved password")
-    assert proposed["source_batch_key"].example_value == "Spring Import"  # not the table's own key
-    metadata = GovernedMetadata(columns=[
-        MetadataColumn(name=name, type="string", meaning=proposed[name].meaning, signal=proposed[name].signal)
-        for name in ("category", "source_resolution", "product", "resolution")])
-    values = {v.column: v.value for v in backend.extract_row(ticket, metadata).values}
-    assert values == {"category": "Email", "source_resolution": "Fixed", "product": "Outlook Web",
-                      "resolution": proposed["resolution"].example_value}
-    judged = backend.judge_row(ticket, metadata, backend.extract_row(ticket, metadata))
-    assert all(j.supported for j in judged.judgements), judged
-    # a conversation without the fields fills one only where its text states it under the same name (a web
-    # form's fields pasted into the message), never from a detector or a sentence like the column's meaning
-    chat = conversation("ch-1", ("user", "Category: Billing. I was charged twice for March."),
-                        ("agent", "I have refunded the second charge; it shows in 3 days."))
-    values = {v.column: v.value for v in backend.extract_row(chat, metadata).values}
-    assert values["category"] == "Billing" and values["source_resolution"] is None
-    assert values["resolution"] is not None

@@ -55,14 +55,6 @@ def test_boolean_with_evidence_from_the_conversation_passes_and_invented_evidenc
     assert not semantic_gate("true", col("boolean"), CONVERSATION, evidence="customer is happy")[0]
 
 
-def test_a_value_the_source_record_gives_as_a_field_passes_though_the_text_never_says_it():
-    ticket = CONVERSATION.model_copy(update={"fields": {"Queue": "Home Networking", "priority": "High"}})
-    ok, reason = semantic_gate("home  networking", col(), ticket)
-    assert ok and reason == "the source record's field 'Queue' holds the value"
-    assert not semantic_gate("Home Networking", col(), CONVERSATION)[0]  # the same value without the field
-    assert not semantic_gate("Low", col(), ticket)[0]  # nor a value no field and no turn holds
-
-
 @pytest.mark.parametrize(
     "value,column,passed,fragment",
     [

@@ -137,7 +137,3 @@ def test_the_llm_transcript_names_an_accepted_answer_and_is_unchanged_without_on
     assert plain.transcript() == "[0] user1 (user): Fan runs at night.\n[1] agent1 (agent): Fit the power adapter."
     marked = plain.model_copy(update={"turns": [plain.turns[0], plain.turns[1].model_copy(update={"accepted": True})]})
     assert marked.transcript().splitlines()[1] == "[1] agent1 (agent, the accepted answer): Fit the power adapter."
-    # the record's own fields head the transcript, only where it has some
-    ticket = plain.model_copy(update={"fields": {"queue": "Hardware", "product": "Fan X2"}})
-    assert ticket.transcript().splitlines()[:3] == ["(record field) queue: Hardware", "(record field) product: Fan X2",
-                                                    "[0] user1 (user): Fan runs at night."]
