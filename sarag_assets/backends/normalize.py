@@ -22,6 +22,7 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
+from sarag_assets.core.checks import RESERVED_COLUMNS
 from sarag_assets.core.structuring.interface import (
     CANONICAL_TYPES,
     CandidateColumn,
@@ -37,6 +38,7 @@ __all__ = [
     "dedupe_scored",
     "normalize_candidates",
     "snake_case",
+    "unreserved",
 ]
 
 MAX_NAME = 40
@@ -107,9 +109,16 @@ NAME_SYNONYMS: dict[str, str] = {
 
 
 def canonical_name(name: str) -> str:
-    """snake_case, number suffixes unified, then the synonym table."""
+    """snake_case, number suffixes unified, then the synonym table; never a table key's name."""
     snake = re.sub(r"_(?:no|num|nbr|nr)$", "_number", snake_case(name))
-    return NAME_SYNONYMS.get(snake, snake)
+    return unreserved(NAME_SYNONYMS.get(snake, snake))
+
+
+def unreserved(name: str) -> str:
+    """`name`, or `mentioned_<name>` when it is a key of the conversation table (`dialogue_id`,
+    `batch_key`): a proposed column of that name holds an id the conversation mentions, and the view
+    cannot have two columns of one name."""
+    return f"mentioned_{name}" if name in RESERVED_COLUMNS else name
 
 
 _TYPE_WORDS: dict[str, CanonicalType] = {}

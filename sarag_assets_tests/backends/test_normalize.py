@@ -10,6 +10,7 @@ from sarag_assets.backends.normalize import (
     normalize_candidates,
     snake_case,
 )
+from sarag_assets.core.checks import metadata_rules
 from sarag_assets.core.structuring.interface import (
     CandidateColumn,
     ColumnScore,
@@ -83,3 +84,15 @@ def test_normalize_candidates_and_dedupe_scored():
     low = ScoredColumn(name="OS", type="string", meaning="a", score=ColumnScore(relevance=0, answerability=0, overall=0.2, justification=""))
     high = low.model_copy(update={"name": "operating_system", "meaning": "b", "score": low.score.model_copy(update={"overall": 0.5})})
     assert [(c.name, c.meaning) for c in dedupe_scored([low, high])] == [("os", "b")]
+
+
+def test_a_table_key_is_never_a_column_name():
+    # conversation_table already has dialogue_id and batch_key; a proposed column of that name would
+    # fail the governed-metadata check and stop the pipeline
+    assert canonical_name("dialogue_id") == canonical_name("Dialogue ID") == "mentioned_dialogue_id"
+    assert canonical_name("batchKey") == "mentioned_batch_key"
+    assert canonical_name("mentioned_dialogue_id") == "mentioned_dialogue_id"  # idempotent
+    assert canonical_name("dialogue_id_format") == "dialogue_id_format"
+    out = normalize_candidates([CandidateColumn(name="Dialogue ID", type="string", meaning="the ticket it refers to")])
+    rules = {r.name: r.passed for r in metadata_rules([{"name": c.name, "type": c.type} for c in out], capacity=20)}
+    assert rules["names_snake_case_unique"], rules

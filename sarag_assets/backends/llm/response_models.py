@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
-from sarag_assets.backends.normalize import canonical_name, canonical_type, snake_case
+from sarag_assets.backends.normalize import canonical_name, canonical_type, snake_case, unreserved
 from sarag_assets.core.structuring.interface import (
     CANONICAL_TYPES,
     CandidateColumn,
@@ -442,7 +442,7 @@ def _check_operations(
             if old is None:
                 errors.append(f"{where}: {cols[0]!r} is not a current column ({listing()})")
                 continue
-            new = cand_index.resolve(cols[1]) or snake_case(cols[1])
+            new = cand_index.resolve(cols[1]) or unreserved(snake_case(cols[1]))
             if not new or new in current:
                 errors.append(f"{where}: the new name {cols[1]!r} must be a lower snake_case name not already a column")
                 continue

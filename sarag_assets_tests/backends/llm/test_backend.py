@@ -412,6 +412,13 @@ def test_governance_capacity_is_enforced_in_order(server):
     ]
 
 
+def test_a_column_renamed_to_a_table_key_gets_a_name_of_its_own(server):
+    rename = {"operations": [{"operation": "EXPAND", "columns": ["error_code", "dialogue id"], "reason": "ids"}]}
+    server.enqueue(Behaviour.tool_call(rename))
+    decision = backend_for(server).decide_governance(METADATA, SCORED)
+    assert [(o.operation, o.columns) for o in decision.operations] == [("EXPAND", ["error_code", "mentioned_dialogue_id"])]
+
+
 def test_governance_sees_pending_concepts_and_is_checked_like_apply_decision(server):
     metadata = METADATA.model_copy(
         update={
