@@ -321,6 +321,8 @@ def cmd_show(args) -> int:
     print(_visible(f"{args.dialogue_id}  {found.get('source_file')} ({found.get('source_format')})  {when}"))
     for column, value in found["row"].items():
         print(f"  {column}: {_one_line(value, 110)}")
+    for name, value in (found.get("fields") or {}).items():
+        print(_visible(f"  {name}: {_one_line(value, 110)} (the record's field)"))
     print()
     for turn in found["turns"]:
         mark = ", the accepted answer" if turn.get("accepted") else ""

@@ -115,9 +115,9 @@ def canonical_name(name: str) -> str:
 
 
 def unreserved(name: str) -> str:
-    """`name`, or `mentioned_<name>` when it is a key of the conversation table (`dialogue_id`,
-    `batch_key`): a proposed column of that name holds an id the conversation mentions, and the view
-    cannot have two columns of one name."""
+    """`name`, or `mentioned_<name>` when the conversation table has a column of that name of its own
+    (`dialogue_id`, `batch_key`, `source_fields`): a proposed column so named holds something the
+    conversation mentions, and the view cannot have two columns of one name."""
     return f"mentioned_{name}" if name in RESERVED_COLUMNS else name
 
 

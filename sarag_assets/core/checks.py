@@ -85,7 +85,7 @@ def raw_dialogue_rules(
 
 
 SNAKE_CASE = r"^[a-z][a-z0-9]*(_[a-z0-9]+)*$"
-RESERVED_COLUMNS = frozenset({"dialogue_id", "batch_key"})
+RESERVED_COLUMNS = frozenset({"dialogue_id", "batch_key", "source_fields"})  # conversation_table's own
 
 
 def metadata_rules(columns: list[dict], capacity: int) -> list[RuleOutcome]:

@@ -46,14 +46,14 @@ class Conversation:
     turns: tuple[Turn, ...]
     position: int  # record index (0-based) or line number (1-based) in the source file
     metadata: dict[str, Any] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)  # the record's own fields (`drafts.source_fields`)
 
     def content_hash(self) -> str:
         """Hash of what the conversation says; a re-landed id with a new hash supersedes the old one."""
-        # an accepted mark joins the hash only where there is one, so unmarked conversations keep theirs
-        payload = json.dumps(
-            [[t.role, t.speaker, t.text, t.ts] + ([True] if t.accepted else []) for t in self.turns],
-            ensure_ascii=False, separators=(",", ":"),
-        )
+        # an accepted mark and the record's fields join the hash only where there are some, so conversations
+        # without them keep the hash they were landed with
+        turns = [[t.role, t.speaker, t.text, t.ts] + ([True] if t.accepted else []) for t in self.turns]
+        payload = json.dumps(turns + ([self.fields] if self.fields else []), ensure_ascii=False, separators=(",", ":"))
         return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
 
 

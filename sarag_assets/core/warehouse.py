@@ -36,6 +36,7 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("content_hash", "VARCHAR NOT NULL"),
         ("landed_at", "TIMESTAMPTZ NOT NULL"),
         ("accepted", "BOOLEAN"),  # the source marks the turn as the accepted answer (null: landed before)
+        ("source_fields", "VARCHAR"),  # the record's own fields as a JSON object, on each of its turns
     ],
     "quarantine": [
         ("batch_key", "VARCHAR NOT NULL"),
@@ -319,7 +320,8 @@ _CASTS = {"int": "BIGINT", "float": "DOUBLE", "boolean": "BOOLEAN", "date": "DAT
 
 
 def refresh_conversation_table(con: duckdb.DuckDBPyConnection, columns: list[tuple[str, str]]) -> None:
-    """The wide view: one row per current conversation, one typed column per M* column.
+    """The wide view: one row per current conversation, one typed column per M* column, and last the
+    record's own fields as the source gave them (`source_fields`, JSON: `source_fields->>'category'`).
 
     Values come from validated_rows of the conversation's current version only; a column not yet
     extracted for a conversation (stale partition) reads as null until it is backfilled.
@@ -333,8 +335,10 @@ def refresh_conversation_table(con: duckdb.DuckDBPyConnection, columns: list[tup
     body = (",\n       " + ",\n       ".join(selects)) if selects else ""
     con.execute(
         f"""CREATE OR REPLACE VIEW conversation_table AS
-SELECT c.dialogue_id, c.batch_key{body}
+SELECT c.dialogue_id, c.batch_key{body},
+       CAST(any_value(r.source_fields) AS JSON) AS source_fields
 FROM current_dialogue_versions c
+LEFT JOIN raw_dialogues r ON r.dialogue_id = c.dialogue_id AND r.batch_key = c.batch_key AND r.turn_index = 0
 LEFT JOIN validated_rows v ON v.dialogue_id = c.dialogue_id AND v.batch_key = c.batch_key
 GROUP BY c.dialogue_id, c.batch_key"""
     )
@@ -585,22 +589,39 @@ def current_dialogue_turns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tup
 
 def conversation_origins(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> dict[str, dict]:
     """Where each current conversation came from and when: source file and format, first and last turn
-    time (None when the source had none), and when it landed."""
+    time (None when the source had none), when it landed, and the record's own fields ({} when it has none
+    or the warehouse is from before them)."""
+    fields = "any_value(source_fields)" if _has_column(con, "raw_dialogues", "source_fields") else "NULL"
     rows = con.execute(
-        """SELECT dialogue_id, any_value(source_file), any_value(source_format), min(ts), max(ts), max(landed_at),
-                  count(*)
+        f"""SELECT dialogue_id, any_value(source_file), any_value(source_format), min(ts), max(ts), max(landed_at),
+                  count(*), {fields}
            FROM current_dialogues WHERE dialogue_id IN (SELECT unnest(?)) GROUP BY dialogue_id""",
         [dialogue_ids]).fetchall()
     return {d: {"source_file": f, "source_format": fmt, "started_at": first, "ended_at": last, "landed_at": landed,
-                "turn_count": n} for d, f, fmt, first, last, landed, n in rows}
+                "turn_count": n, "fields": json.loads(kept) if kept else {}}
+            for d, f, fmt, first, last, landed, n, kept in rows}
+
+
+def _has_column(con: duckdb.DuckDBPyConnection, table: str, column: str) -> bool:
+    """Whether `table` has `column`: a published copy of an older home is read-only, so nothing adds it."""
+    return bool(con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = ? AND column_name = ?",
+                            [table, column]).fetchone()[0])
+
+
+def source_field_names(con: duckdb.DuckDBPyConnection, limit: int = 20) -> list[str]:
+    """The names of the records' own fields in conversation_table, the most common first."""
+    if not _has_column(con, "conversation_table", "source_fields"):
+        return []
+    return [k for (k,) in con.execute(
+        """SELECT k FROM (SELECT unnest(json_keys(source_fields)) AS k FROM conversation_table
+                          WHERE source_fields IS NOT NULL)
+           GROUP BY k ORDER BY count(*) DESC, k LIMIT ?""", [limit]).fetchall()]
 
 
 def conversation_turns(con: duckdb.DuckDBPyConnection, dialogue_id: str) -> list[dict]:
     """The stored (redacted) turns of a current conversation, in order, each with whether the source marks
     it as the accepted answer; [] when there is none. A warehouse from before the mark reads false."""
-    has_mark = con.execute("SELECT count(*) FROM duckdb_columns() WHERE table_name = 'raw_dialogues' "
-                           "AND column_name = 'accepted'").fetchone()[0]
-    accepted = "coalesce(accepted, false)" if has_mark else "false"
+    accepted = "coalesce(accepted, false)" if _has_column(con, "raw_dialogues", "accepted") else "false"
     return con.execute(
         f"SELECT turn_index, role, speaker, text, ts, {accepted} AS accepted FROM current_dialogues "
         "WHERE dialogue_id = ? ORDER BY turn_index", [dialogue_id]).pl().to_dicts()

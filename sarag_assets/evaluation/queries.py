@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from sarag_assets.core.ingest.drafts import READING_KEYS
+
 __all__ = [
     "EvalQuery",
     "CorpusDialogue",
@@ -356,7 +358,7 @@ def check_gold(queries: Sequence[EvalQuery], dialogue_ids: Iterable[str]) -> lis
 # --------------------------------------------------------------------------------------------------
 
 # Parser bookkeeping that describes how a record was read, not the conversation.
-_BOOKKEEPING = ("dropped_empty_turns", "role_inference", "invalid_timestamps_dropped", "unpaired_surrogates_replaced")
+_BOOKKEEPING = tuple(k for k in READING_KEYS if k != "source_format")
 
 
 def corpus_record(conversation, source_format: str | None = None, drop_metadata: Sequence[str] = ()) -> dict:

@@ -200,6 +200,7 @@ class Sarag:
             self.columns = [{"name": c["name"], "type": c.get("type", "string"),
                              "description": c.get("meaning") or c.get("description") or ""} for c in columns]
             names, table = warehouse.wide_rows(con, [c["name"] for c in self.columns])
+            self.field_names = warehouse.source_field_names(con)
             tables = warehouse.table_names(con)
             self._cluster_bytes = warehouse.latest_cluster_model(con) if "cluster_models" in tables else None
             self._assignments = warehouse.cluster_assignments(con) if self._cluster_bytes else None
@@ -512,6 +513,9 @@ class Sarag:
                  "  dialogue_id VARCHAR, batch_key VARCHAR"]
         for c in self.columns:
             lines.append(f"  {c['name']} {c['type'].upper()}: {c['description']}".rstrip(": "))
+        if self.field_names:
+            lines.append("  source_fields JSON: the record's own fields as the source gave them, read one with "
+                         f"source_fields->>'name'; names: {', '.join(self.field_names)}")
         lines += [
             "current_dialogues: one row per turn of the current conversations: dialogue_id, turn_index, "
             "role ('user' | 'agent'), speaker, text, ts, source_file, source_format, accepted (the source marks "

@@ -136,6 +136,8 @@ class ConversationOut(BaseModel):
     started_at: datetime | None
     landed_at: datetime | None
     cells: dict[str, str]
+    fields: dict[str, str] = Field(default_factory=dict, description="the record's own fields as the source gave "
+                                                                    "them (a forum's category, a ticket's queue)")
     turns: list[ConversationTurn]
 
 
@@ -316,7 +318,8 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         return ConversationOut(published_state=engine.publication.id, dialogue_id=dialogue_id,
                                source_file=found.get("source_file"), source_format=found.get("source_format"),
                                started_at=found.get("started_at"), landed_at=found.get("landed_at"),
-                               cells=found["row"], turns=[ConversationTurn(**t) for t in found["turns"]])
+                               cells=found["row"], fields=found.get("fields") or {},
+                               turns=[ConversationTurn(**t) for t in found["turns"]])
 
     return app
 

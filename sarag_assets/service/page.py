@@ -182,6 +182,8 @@ async function openConversation(id) {
     const where = [c.source_file, c.source_format, date(c.started_at) || date(c.landed_at)].filter(Boolean);
     box.replaceChildren(
       el("p", { class: "meta", id: "conversation-id" }, c.dialogue_id + " · " + where.join(" · ")),
+      el("p", { class: "meta", id: "conversation-fields" },
+         Object.entries(c.fields || {}).map(([name, value]) => name + ": " + value).join(" · ")),
       ...c.turns.map((t) => el("div", { class: "turn " + (t.role === "user" ? "user" : "agent") },
                                el("span", { class: "who" }, t.speaker + " (" + t.role + ")"
                                   + (t.accepted ? " \u00b7 accepted answer" : "")), t.text)));

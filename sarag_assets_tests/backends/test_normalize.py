@@ -91,6 +91,7 @@ def test_a_table_key_is_never_a_column_name():
     # fail the governed-metadata check and stop the pipeline
     assert canonical_name("dialogue_id") == canonical_name("Dialogue ID") == "mentioned_dialogue_id"
     assert canonical_name("batchKey") == "mentioned_batch_key"
+    assert canonical_name("source fields") == "mentioned_source_fields"
     assert canonical_name("mentioned_dialogue_id") == "mentioned_dialogue_id"  # idempotent
     assert canonical_name("dialogue_id_format") == "dialogue_id_format"
     out = normalize_candidates([CandidateColumn(name="Dialogue ID", type="string", meaning="the ticket it refers to")])

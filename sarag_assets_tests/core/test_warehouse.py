@@ -297,14 +297,30 @@ def test_conversation_table_is_one_typed_row_per_current_conversation(con):
 
     warehouse.refresh_conversation_table(con, [("amount", "float"), ("product", "string"), ("resolved", "boolean")])
     table = warehouse.conversation_table(con).sort("dialogue_id")
-    assert table.columns == ["dialogue_id", "batch_key", "amount", "product", "resolved"]
+    assert table.columns == ["dialogue_id", "batch_key", "amount", "product", "resolved", "source_fields"]
     assert table.schema["amount"] == pl.Float64 and table.schema["resolved"] == pl.Boolean
     assert table.rows() == [
-        ("d1", "b2", 12.5, "X1", None),  # the current version's values, not b1's 99
-        ("d2", "b1", None, "P2", None),  # a value that does not cast reads as null
-        ("d3", "b0", None, None, None), ("d4", "b1", None, None, None), ("d5", "a9", None, None, None)]
+        ("d1", "b2", 12.5, "X1", None, None),  # the current version's values, not b1's 99
+        ("d2", "b1", None, "P2", None, None),  # a value that does not cast reads as null
+        ("d3", "b0", None, None, None, None), ("d4", "b1", None, None, None, None),
+        ("d5", "a9", None, None, None, None)]
     assert sorted(warehouse.conversation_table(con, "b1")["dialogue_id"]) == ["d2", "d4"]
     assert sorted(warehouse.conversation_table(con, "b1", has_columns=False)["dialogue_id"]) == ["d2", "d4"]
+
+
+def test_conversation_table_ends_with_the_current_versions_fields_as_json(con):
+    old = dialogue("b1", "d1", 2, landed_at=T0, content_hash="h1-old")
+    new = dialogue("b2", "d1", 3, landed_at=T0 + HOUR, content_hash="h1-new")
+    for rows, fields in ((old, '{"queue": "Mail"}'), (new, '{"queue": "Printers", "tags": "jam, tray"}')):
+        for row in rows:
+            row["source_fields"] = fields
+    land(con, "b1", old, dialogue("b1", "d2", 2, landed_at=T0, content_hash="h2"))
+    land(con, "b2", new)
+    warehouse.refresh_conversation_table(con, [("product", "string")])
+    assert con.execute("SELECT dialogue_id, source_fields->>'queue', source_fields->>'tags' FROM conversation_table "
+                       "ORDER BY dialogue_id").fetchall() == [("d1", "Printers", "jam, tray"), ("d2", None, None)]
+    # one row per conversation however many turns carry the fields
+    assert count(con, "conversation_table") == 2
 
 
 def test_failed_conversations_counts_distinct_dialogues_of_a_batch(con):
@@ -420,7 +436,7 @@ def test_save_governance_writes_every_table_and_the_wide_view(con):
     assert {t: count(con, t) for t in GOVERNANCE_TABLES} == dict.fromkeys(GOVERNANCE_TABLES, 1)
     assert warehouse.latest_governance_state(con)[0] == 1
     assert warehouse.latest_metadata_version(con) == 1 and warehouse.next_operation_seq(con) == 1
-    assert warehouse.conversation_table(con).columns == ["dialogue_id", "batch_key", "col1"]
+    assert warehouse.conversation_table(con).columns == ["dialogue_id", "batch_key", "col1", "source_fields"]
 
     no_new_version = governance_run(2) | {"versions": None}
     warehouse.save_governance(con, **no_new_version)
@@ -446,7 +462,7 @@ def test_save_governance_is_all_or_nothing(con, broken):
 
     # the metadata version appended before the failure is gone too, and the view was not refreshed
     assert {t: warehouse.read_table(con, t).rows() for t in GOVERNANCE_TABLES} == before
-    assert warehouse.conversation_table(con).columns == ["dialogue_id", "batch_key", "col1"]
+    assert warehouse.conversation_table(con).columns == ["dialogue_id", "batch_key", "col1", "source_fields"]
     warehouse.save_governance(con, **governance_run(2))  # the connection is still usable
     assert warehouse.latest_metadata_version(con) == 2
 
@@ -566,7 +582,7 @@ def test_a_conversations_turns_say_which_the_source_accepted_and_an_older_wareho
     assert [t["accepted"] for t in warehouse.conversation_turns(con, "d1")] == [False, True, False]
     # a published copy of a home from before the column (read-only: nothing adds it)
     old = tmp_path / "old.duckdb"
-    columns = [(c, t) for c, t in warehouse.TABLES["raw_dialogues"] if c != "accepted"]
+    columns = [(c, t) for c, t in warehouse.TABLES["raw_dialogues"] if c not in ("accepted", "source_fields")]
     with warehouse.connect(old) as writer:
         writer.execute("CREATE TABLE raw_dialogues (" + ", ".join(f'"{c}" {t}' for c, t in columns) + ")")
         writer.execute("INSERT INTO raw_dialogues VALUES ('b1', 'd1', 0, 'user', 'user1', 'hi', NULL, 'f', 'jsonl', "

@@ -121,6 +121,22 @@ def test_sql_reads_the_wide_table(engine):
     assert result.rows[0][1] == top
 
 
+def test_the_records_own_fields_are_in_the_table_as_the_source_gave_them(engine, built_home):
+    from sarag_assets_tests.query.conftest import N_CONVERSATIONS, SEED
+
+    corpus = built_home.root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "corpus.jsonl"
+    metadata = {r["dialogue_id"]: r["metadata"] for r in map(json.loads, corpus.read_text().splitlines())}
+    result = engine.sql("SELECT dialogue_id, source_fields->>'domain', source_fields->>'channel' "
+                        "FROM conversation_table ORDER BY dialogue_id", max_rows=10_000)
+    assert not result.truncated
+    assert result.rows == [(d, m["domain"], m["channel"]) for d, m in sorted(metadata.items())]
+    assert "source_fields JSON" in engine.schema() and "names: channel, domain" in engine.schema()
+    first = sorted(metadata)[0]
+    assert engine.conversation(first)["fields"] == metadata[first]
+    shown = _cli("show", first, home=built_home)
+    assert f"channel: {metadata[first]['channel']} (the record's field)" in shown.stdout
+
+
 def test_ask_sql_without_an_llm_says_it_needs_one(engine):
     with pytest.raises(LLMRequired, match="needs an LLM"):
         engine.ask_sql("how many conversations mention a refund?")

@@ -160,6 +160,9 @@ def test_a_hit_opens_into_its_redacted_conversation(service, built_home):
                                          f"'{hit['dialogue_id']}' ORDER BY turn_index").rows
     assert [t["text"] for t in conversation["turns"]] == [r[0] for r in stored]  # the stored, redacted text
     assert [t["accepted"] for t in conversation["turns"]] == [False] * len(stored)  # no generated answer is marked
+    fields = run_select(state.warehouse, f"SELECT source_fields FROM conversation_table WHERE dialogue_id = "
+                                         f"'{hit['dialogue_id']}'").rows[0][0]
+    assert conversation["fields"] == json.loads(fields) and set(conversation["fields"]) == {"domain", "channel"}
     missing = service.get("/api/conversations/no-such-conversation")
     assert missing.status_code == 404 and "no-such-conversation" in missing.json()["detail"]
 
@@ -261,6 +264,7 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
         second.send_keys(Keys.ENTER)  # a focused hit opens on Enter
         opened = wait.until(lambda b: (t := b.find_element(By.ID, "conversation").text) and second_id in t and t)
         assert len(browser.find_elements(By.CSS_SELECTOR, "#conversation .turn")) >= 2
+        assert "channel: " in browser.find_element(By.ID, "conversation-fields").text  # the record's own fields
 
         browser.find_element(By.ID, "answer-button").click()
         links = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#answer a[data-cite]") or None)

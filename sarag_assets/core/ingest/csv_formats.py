@@ -139,6 +139,8 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
     if missing:
         raise _FileLevel(f"CSV header {header_row!r} lacks the column(s) {missing} needed for {fmt}")
     index = {name: header.index(name) for name in set(cols.values()) if name and name in header}
+    if fmt == "turn_csv":  # a ticket export's other columns may be the ticket's fields (`_ticket_fields`)
+        index = {name: i for i, name in reversed(list(enumerate(header))) if name} | index
 
     groups: dict[str, _CsvGroup] = {}
     order: list[_CsvGroup | _Bad] = []
@@ -240,7 +242,23 @@ def _csv_draft(fmt: str, gid: str, group: _CsvGroup, cols: dict[str, str | None]
             t.role = "user" if t.speaker == opener else "agent"
         names += [t.speaker for t in turns]
         inference = "opener"
-    return _Draft(group.line, raw, gid, turns, metadata, names, inference, bad_ts)
+    fields = _ticket_fields(rows, cols) if fmt == "turn_csv" else {}
+    return _Draft(group.line, raw, gid, turns, metadata, names, inference, bad_ts, fields)
+
+
+def _ticket_fields(rows: list[_CsvRow], cols: dict[str, str | None]) -> dict[str, str]:
+    """The columns beside the turn's own that hold one value for the whole conversation (a ticket's
+    product, queue or priority, repeated on each of its rows, or given on one); a column whose value
+    changes from turn to turn describes the turns, not the ticket."""
+    mapped = {c for c in cols.values() if c}
+    fields = {}
+    for name in rows[0].values:
+        if name in mapped:
+            continue
+        cells = {(r.values.get(name) or "").strip() for r in rows} - {""}
+        if len(cells) == 1:
+            fields[name] = cells.pop()
+    return fields
 
 
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no", "")

@@ -203,7 +203,8 @@ def _msdialog(entry: _Entry) -> _Draft:
             metadata[key] = rec[key]
     metadata["answer_utterance_pos"] = answers
     return _Draft(
-        entry.index, entry.value, dialogue_id, [t for _, t in items], metadata, names, "source", bad_ts
+        entry.index, entry.value, dialogue_id, [t for _, t in items], metadata, names, "source", bad_ts,
+        fields={"category": rec.get("category")},
     )
 
 
@@ -237,7 +238,8 @@ def _abcd(entry: _Entry) -> _Draft:
             metadata[key] = scenario[key]
     personal = scenario.get("personal") if isinstance(scenario.get("personal"), dict) else {}
     names = [personal[k] for k in ("customer_name", "username") if isinstance(personal.get(k), str)]
-    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source")
+    fields = {k: metadata[k] for k in ("flow", "subflow") if k in metadata}
+    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source", fields=fields)
 
 
 def _tweetsumm(entry: _Entry) -> _Draft:
@@ -309,7 +311,8 @@ def _multidogo(entry: _Entry) -> _Draft:
         metadata["domain"] = info["domain"]
     if rec.get("original dialog id") is not None:
         metadata["original_dialog_id"] = rec["original dialog id"]
-    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source")
+    fields = {"domain": metadata["domain"]} if "domain" in metadata else {}
+    return _Draft(entry.index, entry.value, dialogue_id, turns, metadata, names, "source", fields=fields)
 
 
 _DOC_BUILDERS = {"msdialog": _msdialog, "abcd": _abcd, "tweetsumm": _tweetsumm, "multidogo": _multidogo}

@@ -33,6 +33,11 @@ from sarag_assets.core.ingest.roles import (
 FORMATS: tuple[str, ...] = ("jsonl", "msdialog", "ubuntu_csv", "turn_csv", "abcd", "tweetsumm", "multidogo")
 DEFAULT_MAX_RECORD_BYTES = 5 * 1024 * 1024
 TITLE_KEYS = ("title", "subject")  # metadata keys that name a thread's title (MSDialog: title)
+# metadata keys sarag writes about how it read a record (and its evaluation exports carry): no field
+READING_KEYS = ("dropped_empty_turns", "role_inference", "invalid_timestamps_dropped",
+                "unpaired_surrogates_replaced", "source_format")
+MAX_FIELD_CHARS = 80  # a record field longer than this is text, not a category
+MAX_FIELDS = 20
 
 _SNIFF_BYTES = 64 * 1024  # how much of the head the format sniffer reads
 _BINARY_SNIFF_BYTES = 8 * 1024  # how much of the head the binary check looks at
@@ -75,6 +80,7 @@ class _Draft:
     names: list[str] = field(default_factory=list)
     role_inference: str | None = None  # set when the format decides every role itself
     bad_timestamps: int = 0
+    fields: dict[str, Any] = field(default_factory=dict)  # the record's own fields (category, product, ...)
 
 
 def _type_name(value: Any) -> str:
@@ -225,6 +231,56 @@ def source_title(metadata: dict[str, Any]) -> str | None:
     return None
 
 
+def _field_value(value: Any) -> str | None:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return ", ".join(v.strip() for v in value if v.strip())  # tags
+    return None
+
+
+_RUN = re.compile(r"[^\W\d_]+|\d+")  # runs of letters and runs of digits
+
+
+def _is_identifier(value: str) -> bool:
+    """A value no two records would share: a number or date (no letter), a link or an address (one token
+    with "/", ":" or "@"), a code (one token with as many digits as letters, "TCK-88213", "KB3140743", or
+    letters and digits interleaved, "0db9fadd-de84"). A category has letters: "Outlook", "High",
+    "Windows_10", "Office 365"."""
+    letters = sum(c.isalpha() for c in value)
+    if not letters:
+        return True
+    if " " in value:
+        return False
+    digits = sum(c.isdigit() for c in value)
+    return any(c in "/:@" for c in value) or digits >= letters or len(_RUN.findall(value)) > 3
+
+
+def source_fields(raw: dict[str, Any]) -> dict[str, str]:
+    """The record's own fields that can be a table's exact column: short categorical values (a forum's
+    category, a ticket's product, queue or priority, its tags), keyed as the source names them.
+
+    Left out: the title (it opens the text), keys starting with "_", sarag's own READING_KEYS, values
+    that are no scalar or list of strings, longer than MAX_FIELD_CHARS (text, not a category), and
+    identifiers (`_is_identifier`): a ticket number or a date would be a column no query shares."""
+    out: dict[str, str] = {}
+    for key, value in raw.items():
+        if (not isinstance(key, str) or not key.strip() or key.startswith("_") or key in READING_KEYS
+                or key.strip().lower() in TITLE_KEYS):
+            continue
+        text = _field_value(value)
+        if text is None:
+            continue
+        text = " ".join(_composed(CONTROL_CHARACTERS.sub("", text)).split())
+        if text and len(text) <= MAX_FIELD_CHARS and not _is_identifier(text):
+            out[" ".join(CONTROL_CHARACTERS.sub("", key).split())] = text
+        if len(out) >= MAX_FIELDS:
+            break
+    return out
+
+
 def _with_title(turns: list[_RawTurn], roles: list[Role], metadata: dict[str, Any]) -> list[str]:
     """Each turn's text, the asker's first turn opened by the thread's title unless its first line holds it
     (the title is at least half of that line: "Re: vpn drops hourly" holds "VPN drops hourly").
@@ -295,7 +351,8 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
         for t, r, text in zip(kept, roles, texts)
     )
     metadata = _scrub(metadata, fixed)
+    fields = _scrub(source_fields(draft.fields), [0])  # mostly the metadata again, counted there
     fixed[0] += id_fixed[0]
     if fixed[0]:
         metadata["unpaired_surrogates_replaced"] = fixed[0]
-    return Conversation(dialogue_id, turns, draft.position, metadata)
+    return Conversation(dialogue_id, turns, draft.position, metadata, fields)

@@ -131,7 +131,7 @@ def _jsonl_draft(pos: int, obj: Any, raw: str) -> _Draft:
     elif not isinstance(metadata, dict):
         raise _Reject(f"dialogue {dialogue_id!r}: 'metadata' is {_kind(metadata)}, expected an object")
     turns, bad_ts = _generic_turns(raw_turns, dialogue_id)
-    return _Draft(pos, raw, dialogue_id, turns, dict(metadata), bad_timestamps=bad_ts)
+    return _Draft(pos, raw, dialogue_id, turns, dict(metadata), bad_timestamps=bad_ts, fields=dict(metadata))
 
 
 def _generic_turns(raw_turns: list, dialogue_id: str) -> tuple[list[_RawTurn], int]:

@@ -8,6 +8,7 @@ downstream sees it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -66,6 +67,7 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
     redactor = Redactor(names + list(placeholders), enabled=redact)
     content_hash = conversation.content_hash()
     texts = without_quotations([displayable(plain_text(turn.text)) for turn in conversation.turns])
+    fields = record_fields(conversation, redactor, placeholders)
     rows = []
     for index, (turn, text) in enumerate(zip(conversation.turns, texts)):
         rows.append(
@@ -78,9 +80,18 @@ def conversation_rows(conversation: Conversation, *, redact: bool) -> list[dict]
                 "ts": parse_timestamp(turn.ts),
                 "content_hash": content_hash,
                 "accepted": turn.accepted,
+                "source_fields": fields,
             }
         )
     return rows
+
+
+def record_fields(conversation: Conversation, redactor: Redactor, placeholders: dict[str, str]) -> str | None:
+    """The record's fields as a JSON object, or None. A field the redactor would change (an e-mail, a
+    phone number, a name the source gives) is personal and left out, not stored redacted: a table column
+    of placeholders would say nothing."""
+    kept = {k: v for k, v in conversation.fields.items() if redactor.redact(v, placeholders) == v}
+    return json.dumps(kept, ensure_ascii=False) if kept else None
 
 
 def build_batch(parsed: ParsedFile, manifest: BatchManifest, *, redact: bool = True) -> IngestedBatch:
@@ -88,7 +99,7 @@ def build_batch(parsed: ParsedFile, manifest: BatchManifest, *, redact: bool = T
     rows: list[dict] = []
     for conversation in parsed.conversations:
         rows.extend(conversation_rows(conversation, redact=redact))
-    raw = pl.DataFrame(rows, schema_overrides={"ts": pl.Datetime("us", "UTC")}) if rows else None
+    raw = pl.DataFrame(rows, schema_overrides={"ts": pl.Datetime("us", "UTC"), "source_fields": pl.String}) if rows else None
     if raw is None:
         raw = pl.DataFrame(schema={k: v for k, v in polars_schema("raw_dialogues").items()})
     else:

@@ -70,6 +70,12 @@ def by_id(parsed: ParsedFile) -> dict[str, Conversation]:
     return {c.dialogue_id: c for c in parsed.conversations}
 
 
+def hash_before_marks(turns) -> str:
+    """A conversation's content hash as it was computed before accepted marks and fields could join it."""
+    payload = json.dumps([[t.role, t.speaker, t.text, t.ts] for t in turns], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:32]
+
+
 def only_reason(parsed: ParsedFile) -> str:
     assert len(parsed.quarantined) == 1, parsed.quarantined
     return parsed.quarantined[0].reason
@@ -254,9 +260,7 @@ def test_the_answer_the_source_marks_accepted_is_kept_on_its_turn(tmp_path):
     # a mark is part of what the conversation says, and a conversation without one keeps its hash
     unmarked = Conversation(f1.dialogue_id, tuple(replace(t, accepted=False) for t in f1.turns), 0)
     assert unmarked.content_hash() != f1.content_hash()
-    old_payload = json.dumps([[t.role, t.speaker, t.text, t.ts] for t in f1.turns], ensure_ascii=False,
-                             separators=(",", ":"))
-    assert unmarked.content_hash() == hashlib.sha256(old_payload.encode("utf-8")).hexdigest()[:32]
+    assert unmarked.content_hash() == hash_before_marks(f1.turns)
 
 
 def test_a_ticket_csv_gives_its_subject_and_accepted_answer(tmp_path):
@@ -273,6 +277,45 @@ def test_a_ticket_csv_gives_its_subject_and_accepted_answer(tmp_path):
     assert k1.turns[0].text == "Printer PX-2 jams\n\nIt jams on every page."
     assert [t.accepted for t in k1.turns] == [False, True]
     assert only_reason(parsed) == "dialogue 'k-2' row at line 5: accepted 'maybe' is neither true nor false"
+
+
+def test_a_records_own_fields_are_kept_and_its_identifiers_and_texts_are_not(tmp_path):
+    turns = [{"speaker": "ann", "text": "Outlook asks for my password again.", "role": "user"},
+             {"speaker": "kv", "text": "Remove the saved credential.", "role": "agent"}]
+    path = write_lines(tmp_path / "tickets.jsonl", [
+        {"dialogue_id": "t1", "turns": turns, "metadata": {
+            "category": "Email", "product": "Outlook", "priority": "High", "tags": ["login", "password"],
+            "vip": True, "title": "Password loop", "_batch": "x", "notes": "x " * 41, "nested": {"a": "b"},
+            "ticket_id": "TCK-88213", "created": "2024-05-01T10:00:00", "requester": "ann@example.com",
+            "url": "https://help.example.com/t/1", "escalations": 2, "uuid": "0db9fadd-de84-43cd-a92f-a61da85844ec"}},
+        {"dialogue_id": "t2", "turns": turns},
+    ])
+    t1, t2 = parse_file(path).conversations
+    assert t1.fields == {"category": "Email", "product": "Outlook", "priority": "High", "tags": "login, password",
+                         "vip": "true"}
+    assert t2.fields == {}
+    # the fields the document formats carry: MSDialog's category, ABCD's flow, MultiDoGO's domain
+    assert [c.fields for c in parse_file(MSDIALOG).conversations] == [{"category": "Windows_10"},
+                                                                        {"category": "Office_365"}]
+    assert set(parse_file(ABCD).conversations[0].fields) == {"flow", "subflow"}
+    assert set(parse_file(MULTIDOGO).conversations[0].fields) == {"domain"}
+    assert parse_file(TWEETSUMM).conversations[0].fields == {}
+    # the fields are part of what the record says; a record without any keeps the hash it was landed with
+    assert replace(t1, fields={}).content_hash() != t1.content_hash()
+    assert t2.content_hash() == hash_before_marks(t2.turns)
+
+
+def test_a_ticket_csvs_columns_that_hold_one_value_per_ticket_are_its_fields(tmp_path):
+    path = tmp_path / "tickets.csv"
+    path.write_text(
+        "conversation_id,turn,speaker,text,Product,sentiment,queue\n"
+        "k-1,1,customer,It jams on every page.,LaserJet Pro,negative,Printers\n"
+        "k-1,2,agent,Remove the tray and clear the roller.,,neutral,Printers\n"
+        "k-2,1,customer,No sound.,,,\n", encoding="utf-8")
+    k1, k2 = parse_file(path).conversations
+    # the product given on one row is the ticket's; a sentiment that changes per turn describes the turns
+    assert k1.fields == {"product": "LaserJet Pro", "queue": "Printers"}
+    assert k2.fields == {}
 
 
 def test_ubuntu_csv_sample():
