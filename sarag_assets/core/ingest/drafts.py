@@ -37,7 +37,7 @@ TITLE_KEYS = ("title", "subject")  # metadata keys that name a thread's title (M
 READING_KEYS = ("dropped_empty_turns", "role_inference", "invalid_timestamps_dropped",
                 "unpaired_surrogates_replaced", "source_format")
 MAX_FIELD_CHARS = 80  # a record field longer than this is text, not a category
-MAX_FIELDS = 20
+MAX_FIELDS = 20  # the first 20 kept fields of a record
 
 _SNIFF_BYTES = 64 * 1024  # how much of the head the format sniffer reads
 _BINARY_SNIFF_BYTES = 8 * 1024  # how much of the head the binary check looks at
@@ -259,8 +259,9 @@ def _is_identifier(value: str) -> bool:
 
 
 def source_fields(raw: dict[str, Any]) -> dict[str, str]:
-    """The record's own fields that can be a table's exact column: short categorical values (a forum's
-    category, a ticket's product, queue or priority, its tags), keyed as the source names them.
+    """The record's own fields kept beside the table (`conversation_table.source_fields`): short
+    categorical values (a forum's category, a ticket's product, queue or priority, its tags), keyed as the
+    source names them.
 
     Left out: the title (it opens the text), keys starting with "_", sarag's own READING_KEYS, values
     that are no scalar or list of strings, longer than MAX_FIELD_CHARS (text, not a category), and
