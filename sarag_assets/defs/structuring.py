@@ -87,24 +87,19 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         before = structuring.current_metadata(con, settings)
         latest_version = max(before.version, warehouse.latest_metadata_version(con))
         last_governed = governance.last_governed(con) if mode == "governed" and governance.is_fixed(before) else None
-        # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed.
-        # The fixed schema reads no candidates (they stay unseen for a later switch back to governed).
-        unseen = (warehouse.empty_frame("candidate_schemas") if mode == "fixed"
-                  else warehouse.ungoverned_candidates(con))
         next_seq = warehouse.next_operation_seq(con)
         corpus_size = warehouse.current_dialogue_count(con)
-    before = before.model_copy(update={"min_support": governance.relative_min_support(
-        before.min_support, settings.min_column_share, corpus_size)})
-    evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,
-                       last_governed=last_governed, next_seq=next_seq)
+        before = before.model_copy(update={"min_support": governance.relative_min_support(
+            before.min_support, settings.min_column_share, corpus_size)})
+        # Deterministic order: landing time, then batch, then dialogue; only current versions not yet governed,
+        # read a chunk at a time. The fixed schema reads no candidates (they stay unseen for a later switch back).
+        unseen = [] if mode == "fixed" else warehouse.ungoverned_candidates(con)
+        evolution = govern(before, unseen, backend, governance_mode=mode, latest_version=latest_version,
+                           last_governed=last_governed, next_seq=next_seq)
     made_by = governance.FIXED_BACKEND if mode == "fixed" else backend.name
     after = evolution.metadata
-    failed = {f.dialogue_id for f in evolution.failures}
-    processed = (
-        unseen.select("dialogue_id", "content_hash", "batch_key").unique()
-        .filter(~pl.col("dialogue_id").is_in(list(failed)))
-        .with_columns(pl.lit(after.version).alias("metadata_version"))
-    )
+    processed = pl.DataFrame(evolution.governed, schema=["dialogue_id", "content_hash", "batch_key"], orient="row",
+                             ).with_columns(pl.lit(after.version, pl.Int32).alias("metadata_version"))
     with warehouse.connect(home.warehouse) as con:
         warehouse.save_governance(
             con,

@@ -288,6 +288,22 @@ def test_current_rows_keep_only_current_versions(con):
         warehouse.current_rows(con, "validated_rows; DROP TABLE raw_dialogues")
 
 
+def test_current_rows_by_conversations_are_the_current_rows_a_chunk_of_conversations_at_a_time(con):
+    history(con)
+    store_validated(con)
+    tables = ["validated_rows", "raw_dialogues"]
+    whole = [warehouse.current_rows(con, t).sort(pl.all()) for t in tables]
+    for size in (1, 2, 5):
+        chunks = list(warehouse.current_rows_by_conversations(con, tables, size))
+        # every current conversation once (d1's old version in b1 never), chunks in dialogue id order
+        assert [sorted(set(raw["dialogue_id"])) for _, raw in chunks] == [
+            ["d1", "d2", "d3", "d4", "d5"][i : i + size] for i in range(0, 5, size)]
+        for i, table in enumerate(tables):
+            assert pl.concat([c[i] for c in chunks]).sort(pl.all()).equals(whole[i])
+    with pytest.raises(ValueError, match="unknown warehouse table"):
+        next(warehouse.current_rows_by_conversations(con, ["raw_dialogues; DROP TABLE quarantine"]))
+
+
 def test_conversation_table_is_one_typed_row_per_current_conversation(con):
     history(con)
     store_validated(con)
@@ -400,12 +416,21 @@ def test_ungoverned_candidates_are_current_unprocessed_versions_in_landing_order
     }.items():
         warehouse.replace_batch(con, "candidate_schemas", batch_key, frame("candidate_schemas", *rows))
 
-    order = lambda: warehouse.ungoverned_candidates(con).select("dialogue_id", "column_name").rows()  # noqa: E731
+    def order(chunk: int = warehouse.GOVERNANCE_CHUNK) -> list[tuple[str, str]]:
+        return [row for frame in warehouse.ungoverned_candidates(con, conversations_per_chunk=chunk)
+                for row in frame.select("dialogue_id", "column_name").rows()]
+
     # landed_at first (b0 before a9 although "a9" < "b0"), then batch (a9 before b1 at the same time), then
     # dialogue, then the better score, then the name; d1's old version in b1 is never a candidate
     assert order() == [("d3", "serial"), ("d5", "plan"), ("d2", "amount"), ("d2", "currency"), ("d2", "product"),
                        ("d4", "os"), ("d1", "error_code")]
-    assert warehouse.ungoverned_candidates(con).columns == [c for c, _ in warehouse.TABLES["candidate_schemas"]]
+    # read in chunks, the order is the same and no conversation is split between two chunks
+    for chunk in (1, 2, 3):
+        assert order(chunk) == order()
+        frames = list(warehouse.ungoverned_candidates(con, conversations_per_chunk=chunk))
+        assert [f["dialogue_id"].n_unique() for f in frames] == [chunk] * (5 // chunk) + [5 % chunk] * (5 % chunk > 0)
+    assert all(f.columns == [c for c, _ in warehouse.TABLES["candidate_schemas"]]
+               for f in warehouse.ungoverned_candidates(con))
 
     warehouse.append_rows(con, "governance_processed", frame(
         "governance_processed", processed("d2", "h2"), processed("d1", "h1-old"), processed("d3", "h3", "b0")))

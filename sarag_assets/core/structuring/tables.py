@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Iterable, Iterator
 
 import polars as pl
 
@@ -133,10 +134,10 @@ def _candidate_rows(
     return rows
 
 
-def candidates_from_rows(rows: pl.DataFrame) -> list[CandidateSchema]:
-    """Rebuild each conversation's CandidateSchema from stored candidate rows (in the frame's order)."""
-    schemas = []
-    for (dialogue_id, _content_hash), group in rows.group_by("dialogue_id", "content_hash", maintain_order=True):
+def candidates_from_rows(rows: pl.DataFrame) -> Iterator[tuple[tuple[str, str, str], CandidateSchema]]:
+    """Each conversation's CandidateSchema, rebuilt from its stored candidate rows (in the frame's order),
+    with its (dialogue_id, content_hash, batch_key)."""
+    for (dialogue_id, content_hash), group in rows.group_by("dialogue_id", "content_hash", maintain_order=True):
         columns = [
             ScoredColumn(
                 name=r["column_name"], type=r["column_type"], meaning=r["meaning"],
@@ -147,9 +148,8 @@ def candidates_from_rows(rows: pl.DataFrame) -> list[CandidateSchema]:
             )
             for r in group.iter_rows(named=True)
         ]
-        schemas.append(CandidateSchema(dialogue_id=dialogue_id, problem=group["problem"][0] or "", columns=columns,
-                                       backend=group["backend"][0]))
-    return schemas
+        yield (dialogue_id, content_hash, group["batch_key"][0]), CandidateSchema(
+            dialogue_id=dialogue_id, problem=group["problem"][0] or "", columns=columns, backend=group["backend"][0])
 
 
 @dataclass
@@ -158,63 +158,67 @@ class Evolution:
     operations: list[dict]
     versions: list[GovernedMetadata]  # every new version, in order
     failures: list[Failure]
-    processed: int
+    governed: list[tuple[str, str, str]]  # (dialogue_id, content_hash, batch_key) of each conversation governed
+
+    @property
+    def processed(self) -> int:
+        return len(self.governed)
 
 
 def evolve_metadata(
     metadata: GovernedMetadata,
-    unseen: pl.DataFrame,
+    unseen: pl.DataFrame | Iterable[pl.DataFrame],
     backend: StructuringBackend,
     *,
     next_seq: int = 0,
 ) -> Evolution:
-    """Apply governance for every not-yet-seen conversation's candidates, in the frame's order."""
-    operations, versions, failures = [], [], []
+    """Apply governance for every not-yet-seen conversation's candidates, in the frames' order. `unseen` is
+    one frame of candidate rows or frames of whole conversations (warehouse.ungoverned_candidates), consumed
+    one at a time."""
+    operations, versions, failures, governed = [], [], [], []
     seq = next_seq
-    processed = 0
-    hashes = {d: h for d, h in unseen.select("dialogue_id", "content_hash").unique().iter_rows()}
-    for candidates in candidates_from_rows(unseen):
-        known = {c.name for c in metadata.columns} | {a for c in metadata.columns for a in c.aliases}
-        if all(c.name in known for c in candidates.columns):
-            # Nothing new: the KEEPs are certain, so no backend call is needed.
-            decision = GovernanceDecision(operations=[
-                GovernanceOperation(operation="KEEP", columns=[_resolve(metadata, c.name)], candidate=c.name,
-                                    scores=c.score, reason="candidate names an existing column")
-                for c in candidates.columns if c.score.overall >= governance.MIN_OVERALL
-            ], backend="rule")
-        else:
-            try:
-                decision = backend.decide_governance(metadata, candidates)
-            except Exception as exc:
-                failures.append(Failure(candidates.dialogue_id, hashes.get(candidates.dialogue_id, ""),
-                                        "governance", failure_reason(exc)))
-                continue
-        new, results = governance.apply_decision(metadata, decision, candidates)
-        now = datetime.now(timezone.utc)
-        for op, rejected in results:
-            if op.operation == "KEEP" and rejected is None:
-                continue  # KEEPs only add support; logging each would drown the real changes
-            seq += 1
-            operations.append({
-                "seq": seq,
-                "version": new.version,
-                "dialogue_id": candidates.dialogue_id,
-                "operation": op.operation,
-                "columns": ", ".join(op.columns),
-                "candidate": op.candidate,
-                "relevance": op.scores.relevance if op.scores else None,
-                "answerability": op.scores.answerability if op.scores else None,
-                "overall": op.scores.overall if op.scores else None,
-                "reason": op.reason,
-                "rejected_reason": rejected,
-                "backend": decision.backend,
-                "applied_at": now,
-            })
-        if new.version != metadata.version:
-            versions.append(new)
-        metadata = new
-        processed += 1
-    return Evolution(metadata, operations, versions, failures, processed)
+    for frame in [unseen] if isinstance(unseen, pl.DataFrame) else unseen:
+        for key, candidates in candidates_from_rows(frame):
+            known = {c.name for c in metadata.columns} | {a for c in metadata.columns for a in c.aliases}
+            if all(c.name in known for c in candidates.columns):
+                # Nothing new: the KEEPs are certain, so no backend call is needed.
+                decision = GovernanceDecision(operations=[
+                    GovernanceOperation(operation="KEEP", columns=[_resolve(metadata, c.name)], candidate=c.name,
+                                        scores=c.score, reason="candidate names an existing column")
+                    for c in candidates.columns if c.score.overall >= governance.MIN_OVERALL
+                ], backend="rule")
+            else:
+                try:
+                    decision = backend.decide_governance(metadata, candidates)
+                except Exception as exc:
+                    failures.append(Failure(candidates.dialogue_id, key[1], "governance", failure_reason(exc)))
+                    continue
+            new, results = governance.apply_decision(metadata, decision, candidates)
+            now = datetime.now(timezone.utc)
+            for op, rejected in results:
+                if op.operation == "KEEP" and rejected is None:
+                    continue  # KEEPs only add support; logging each would drown the real changes
+                seq += 1
+                operations.append({
+                    "seq": seq,
+                    "version": new.version,
+                    "dialogue_id": candidates.dialogue_id,
+                    "operation": op.operation,
+                    "columns": ", ".join(op.columns),
+                    "candidate": op.candidate,
+                    "relevance": op.scores.relevance if op.scores else None,
+                    "answerability": op.scores.answerability if op.scores else None,
+                    "overall": op.scores.overall if op.scores else None,
+                    "reason": op.reason,
+                    "rejected_reason": rejected,
+                    "backend": decision.backend,
+                    "applied_at": now,
+                })
+            if new.version != metadata.version:
+                versions.append(new)
+            metadata = new
+            governed.append(key)
+    return Evolution(metadata, operations, versions, failures, governed)
 
 
 def install_fixed_metadata(current: GovernedMetadata, *, latest_version: int, next_seq: int = 0) -> Evolution:
@@ -230,7 +234,7 @@ def install_fixed_metadata(current: GovernedMetadata, *, latest_version: int, ne
         columns=governance.fixed_columns(), pending=[],
     )
     if governance.is_fixed(current):
-        return Evolution(current.model_copy(update={"pending": []}), [], [], [], 0)
+        return Evolution(current.model_copy(update={"pending": []}), [], [], [], [])
     fixed.version = max(latest_version, current.version) + 1
     for column in fixed.columns:
         column.added_in_version = fixed.version
@@ -246,7 +250,7 @@ def install_fixed_metadata(current: GovernedMetadata, *, latest_version: int, ne
             "reason": reason if operation == "ADD" or name not in fixed_names else reason + " (redefined)",
             "rejected_reason": None, "backend": governance.FIXED_BACKEND, "applied_at": now,
         })
-    return Evolution(fixed, operations, [fixed], [], 0)
+    return Evolution(fixed, operations, [fixed], [], [])
 
 
 def resume_governed(last_governed: GovernedMetadata | None, *, latest_version: int,

@@ -72,6 +72,19 @@ def test_fixed_schema_replaces_an_evolved_metadata_as_a_new_version(backend):
     assert again.versions == [] and again.operations == [] and again.metadata.version == fixed.version
 
 
+def test_governing_in_chunks_of_whole_conversations_is_governing_them_at_once(backend):
+    rows = candidates(ROUTER_CHATS + BILLING_CHATS, backend)
+    at_once = govern(GovernedMetadata(), rows, backend)
+    keys = rows.select("dialogue_id").unique(maintain_order=True)["dialogue_id"].to_list()
+    chunks = [rows.filter(pl.col("dialogue_id").is_in(keys[i : i + 3])) for i in range(0, len(keys), 3)]
+    chunked = govern(GovernedMetadata(), iter(chunks), backend)
+    assert chunked.metadata == at_once.metadata and chunked.versions == at_once.versions
+    drop_time = lambda ops: [{k: v for k, v in o.items() if k != "applied_at"} for o in ops]  # noqa: E731
+    assert drop_time(chunked.operations) == drop_time(at_once.operations)
+    assert chunked.governed == at_once.governed == [(d, f"h-{d}", "b") for d in keys]
+    assert at_once.processed == len(ROUTER_CHATS + BILLING_CHATS) and len(at_once.versions) > 1
+
+
 def test_fixed_mode_ignores_candidates(backend):
     result = govern(GovernedMetadata(), candidates(ROUTER_CHATS + BILLING_CHATS, backend), backend,
                     governance_mode="fixed")
