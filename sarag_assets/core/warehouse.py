@@ -407,25 +407,11 @@ def current_dialogue_count(con: duckdb.DuckDBPyConnection) -> int:
 
 def current_rows(con: duckdb.DuckDBPyConnection, table: str, batch_keys: list[str] | None = None) -> pl.DataFrame:
     """Rows of `table` for current conversation versions (optionally only in these batches)."""
-    where = "WHERE t.batch_key IN (SELECT unnest(?))" if batch_keys is not None else ""
-    return con.execute(f"{_current_rows_sql(table)} {where}", [batch_keys] if batch_keys is not None else []).pl()
-
-
-def _current_rows_sql(table: str) -> str:
     if table not in TABLES:
         raise ValueError(f"unknown warehouse table {table!r}")
-    return f"SELECT t.* FROM {table} t JOIN current_dialogue_versions c USING (dialogue_id, batch_key)"
-
-
-def current_rows_by_conversations(con: duckdb.DuckDBPyConnection, tables: list[str],
-                                  conversations_per_chunk: int = 2_000) -> Iterator[list[pl.DataFrame]]:
-    """The current rows of each of `tables` for a chunk of conversations at a time, the chunks in dialogue id
-    order, so that a pass over every conversation holds one chunk of them."""
-    queries = [f"{_current_rows_sql(table)} WHERE t.dialogue_id >= ? AND t.dialogue_id <= ?" for table in tables]
-    ids = [d for (d,) in con.execute("SELECT dialogue_id FROM current_dialogue_versions ORDER BY 1").fetchall()]
-    for start in range(0, len(ids), conversations_per_chunk):
-        chunk = ids[start : start + conversations_per_chunk]
-        yield [con.execute(query, [chunk[0], chunk[-1]]).pl() for query in queries]
+    where = "WHERE t.batch_key IN (SELECT unnest(?))" if batch_keys is not None else ""
+    return con.execute(f"SELECT t.* FROM {table} t JOIN current_dialogue_versions c USING (dialogue_id, batch_key) "
+                       f"{where}", [batch_keys] if batch_keys is not None else []).pl()
 
 
 def conversation_table(con: duckdb.DuckDBPyConnection, batch_key: str | None = None,

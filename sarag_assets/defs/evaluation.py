@@ -2,8 +2,8 @@
 
 - table_quality_report: the four table-quality measures against the generated ground truth, for the
   pipeline's table and the two structuring ablations (core/table_quality.py).
-- preference_pairs: DPO pairs (validated row vs perturbed row) for training a table generator
-  (core/preference_pairs.py).
+- preference_pairs: DPO pairs (validated row vs perturbed row) for training a table generator, a file per
+  batch (evaluation/preference_pairs.py, backends/llm/training_pairs.py).
 """
 
 import time
@@ -11,8 +11,7 @@ import time
 import dagster as dg
 import polars as pl
 
-from sarag_assets.backends.llm import KINDS, CallStats, write_pairs
-from sarag_assets.backends.llm import preference_pairs as build_pairs
+from sarag_assets.backends.llm import KINDS, CallStats
 from sarag_assets.core import warehouse
 from sarag_assets.core.ingest.landing import landed_manifests
 from sarag_assets.core.structuring import governance
@@ -24,6 +23,7 @@ from sarag_assets.defs.resources import (
     SaragHome,
     Structuring,
 )
+from sarag_assets.evaluation.preference_pairs import update_pair_files
 from sarag_assets.evaluation.table_quality import (
     ablation_tables,
     find_benchmarks,
@@ -33,7 +33,8 @@ from sarag_assets.evaluation.table_quality import (
     write_reports,
 )
 
-PREFERENCE_PAIRS_FILE = "preference_pairs.jsonl"
+PREFERENCE_PAIRS_DIR = "preference_pairs"
+LEGACY_PAIRS_FILE = "preference_pairs.jsonl"
 
 
 def _pipeline_label(metadata, rows: pl.DataFrame) -> tuple[str, str]:
@@ -130,34 +131,27 @@ def table_quality_report(context: dg.AssetExecutionContext, sarag_home: SaragHom
     automation_condition=ON_DEPENDENCY_CHANGE,
     description="DPO-ready preference pairs for training a table generator: for every current validated row, "
     "perturbed rows (values dropped to null, random words of the conversation, swapped columns, a random "
-    "sentence, a combination) as <home>/reports/preference_pairs.jsonl (prompt, chosen, rejected).",
+    "sentence, a combination) as <home>/reports/preference_pairs/<batch_key>.jsonl (prompt, chosen, rejected); "
+    "only the batches whose rows, M* or pair code changed are written again.",
 )
 def preference_pairs(context: dg.AssetExecutionContext, sarag_home: SaragHome, structuring: Structuring):
     settings = sarag_home.settings()
     home = settings.paths.ensure()
-    path = home.reports / PREFERENCE_PAIRS_FILE
-    seen = {"rows": 0, "older": 0}
-
-    def pairs(con, metadata):  # a chunk of conversations at a time: at 100,000 all at once took 2.3 GB
-        for rows, raw in warehouse.current_rows_by_conversations(con, ["validated_rows", "raw_dialogues"]):
-            current = rows.filter(pl.col("metadata_version") == metadata.version)
-            table = table_from_rows(current)
-            seen["rows"] += len(table)
-            seen["older"] += rows["dialogue_id"].n_unique() - current["dialogue_id"].n_unique() if rows.height else 0
-            yield from build_pairs(table, (c for c, _ in conversations_from_raw(raw.sort("dialogue_id", "turn_index"))),
-                                   metadata)
-
+    (home.reports / LEGACY_PAIRS_FILE).unlink(missing_ok=True)  # one file for the home, before the per-batch files
     with warehouse.connect(home.warehouse) as con:
         warehouse.ensure_schema(con)
         metadata = structuring.current_metadata(con, settings)
-        counts = write_pairs(pairs(con, metadata), path)
+        files = update_pair_files(con, metadata, home.reports / PREFERENCE_PAIRS_DIR)
     return dg.MaterializeResult(metadata={
-        "pairs": sum(counts.values()),
-        "rows": seen["rows"],
-        "rows_on_older_metadata": seen["older"],
+        "pairs": files.pairs,
+        "rows": files.rows,
+        "rows_on_older_metadata": files.rows_on_older_metadata,
         "metadata_version": metadata.version,
-        "pairs_per_perturbation": {kind: counts.get(kind, 0) for kind in KINDS},
-        "path": dg.MetadataValue.path(str(path)),
+        "pairs_per_perturbation": {kind: files.per_kind[kind] for kind in KINDS},
+        "batches": files.batches,
+        "batches_written": len(files.written),
+        "batches_removed": len(files.removed),
+        "path": dg.MetadataValue.path(str(files.directory)),
     })
 
 

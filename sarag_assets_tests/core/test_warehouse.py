@@ -288,22 +288,6 @@ def test_current_rows_keep_only_current_versions(con):
         warehouse.current_rows(con, "validated_rows; DROP TABLE raw_dialogues")
 
 
-def test_current_rows_by_conversations_are_the_current_rows_a_chunk_of_conversations_at_a_time(con):
-    history(con)
-    store_validated(con)
-    tables = ["validated_rows", "raw_dialogues"]
-    whole = [warehouse.current_rows(con, t).sort(pl.all()) for t in tables]
-    for size in (1, 2, 5):
-        chunks = list(warehouse.current_rows_by_conversations(con, tables, size))
-        # every current conversation once (d1's old version in b1 never), chunks in dialogue id order
-        assert [sorted(set(raw["dialogue_id"])) for _, raw in chunks] == [
-            ["d1", "d2", "d3", "d4", "d5"][i : i + size] for i in range(0, 5, size)]
-        for i, table in enumerate(tables):
-            assert pl.concat([c[i] for c in chunks]).sort(pl.all()).equals(whole[i])
-    with pytest.raises(ValueError, match="unknown warehouse table"):
-        next(warehouse.current_rows_by_conversations(con, ["raw_dialogues; DROP TABLE quarantine"]))
-
-
 def test_conversation_table_is_one_typed_row_per_current_conversation(con):
     history(con)
     store_validated(con)

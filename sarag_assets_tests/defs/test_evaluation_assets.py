@@ -57,8 +57,10 @@ def test_reports_for_a_landed_generated_benchmark(home, instance, defs, monkeypa
     assert (home.reports / "table_quality.md").read_text().startswith("# Table quality")
 
     (pairs_meta,) = materializations(instance, "preference_pairs")
-    lines = (home.reports / "preference_pairs.jsonl").read_text().splitlines()
+    files = sorted((home.reports / "preference_pairs").glob("*.jsonl"))
+    lines = [line for f in files for line in f.read_text().splitlines()]
     assert pairs_meta["rows"] == 17 and pairs_meta["pairs"] == len(lines) > 0
+    assert pairs_meta["batches"] == pairs_meta["batches_written"] == len(files) > 1
     assert sum(pairs_meta["pairs_per_perturbation"].values()) == len(lines)
     assert set(pairs_meta["pairs_per_perturbation"]) == set(KINDS)
     records = [json.loads(line) for line in lines]
@@ -69,11 +71,12 @@ def test_reports_for_a_landed_generated_benchmark(home, instance, defs, monkeypa
     assert all(r["rejected"] != r["chosen"] and "<conversation>" in r["prompt"] for r in records)
 
     # Nothing new: the runner does not redo the evaluation; asked again, the pairs come out identical.
-    before = (home.reports / "preference_pairs.jsonl").read_bytes()
+    before = {f.name: f.read_bytes() for f in files}
     land_and_process(defs, instance, raise_on_error=True)
     assert len(materializations(instance, "table_quality_report")) == 1
     defs.resolve_job_def("evaluation_job").execute_in_process(instance=instance)
-    assert (home.reports / "preference_pairs.jsonl").read_bytes() == before
+    assert {f.name: f.read_bytes() for f in sorted((home.reports / "preference_pairs").glob("*.jsonl"))} == before
+    assert materializations(instance, "preference_pairs")[0]["batches_written"] == 0
 
 
 def test_a_home_with_only_user_data_skips_the_table_quality_report(home, instance, defs, tmp_path):
@@ -83,6 +86,8 @@ def test_a_home_with_only_user_data_skips_the_table_quality_report(home, instanc
         conversation("t1", ("user", "My Widget A100 shows E101 since version 2.1"), ("agent", "Reinstall the driver")),
         conversation("t2", ("user", "Widget B200 beeps with E202"), ("agent", "Replace the battery"), ("user", "Fixed!")),
     ])
+    home.reports.mkdir(parents=True, exist_ok=True)
+    (home.reports / "preference_pairs.jsonl").write_text("{}\n")  # the one file of a home from before the batch files
     run = land_and_process(defs, instance, raise_on_error=True)
     assert not run.failed
     (meta,) = materializations(instance, "table_quality_report")
@@ -90,7 +95,9 @@ def test_a_home_with_only_user_data_skips_the_table_quality_report(home, instanc
     assert not (home.reports / "table_quality.md").exists()
     (pairs_meta,) = materializations(instance, "preference_pairs")
     assert pairs_meta["rows"] == 2
-    assert len((home.reports / "preference_pairs.jsonl").read_text().splitlines()) == pairs_meta["pairs"]
+    assert not (home.reports / "preference_pairs.jsonl").exists()
+    (pairs_file,) = (home.reports / "preference_pairs").glob("*.jsonl")
+    assert len(pairs_file.read_text().splitlines()) == pairs_meta["pairs"]
 
     shutil.rmtree(home.root / "generated")
     defs.resolve_job_def("evaluation_job").execute_in_process(instance=instance)

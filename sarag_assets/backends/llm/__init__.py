@@ -12,6 +12,8 @@ from sarag_assets.backends.llm.client import (
 )
 from sarag_assets.backends.llm.training_pairs import (
     KINDS,
+    code_digest,
+    extraction_prompt,
     preference_pairs,
     write_pairs,
 )
@@ -24,6 +26,8 @@ __all__ = [
     "LLMCallFailed",
     "LLMSettings",
     "StructuredLLM",
+    "code_digest",
+    "extraction_prompt",
     "preference_pairs",
     "write_pairs",
 ]

@@ -180,6 +180,11 @@ def preference_pairs(
                    "dialogue_id": dialogue_id, "perturbation": kind, "metadata_version": metadata.version}
 
 
+def code_digest() -> str:
+    """A digest of this module's source: pairs written by other code are written again."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 def write_pairs(records: Iterable[dict], path: Path) -> Counter:
     """Write JSONL atomically (a reader never sees half a file); returns counts per perturbation kind."""
     path.parent.mkdir(parents=True, exist_ok=True)
