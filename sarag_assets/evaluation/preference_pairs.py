@@ -1,7 +1,7 @@
 """The preference pairs of a home, one JSONL file per batch, written again only where the batch changed.
 
 A batch's pairs depend on its current conversations, their validated rows and M*, and on the code that
-builds them. Each is fingerprinted (a digest of the batch's current validated cells in the warehouse, of
+builds them. Each is fingerprinted (a sum of the hashes of the batch's current validated cells in the warehouse, of
 the extraction prompt M* gives, and of the pair builder's source); a batch whose fingerprint is unchanged
 keeps its file. So a day's new tickets write that day's files, not the home's, and a change of M*, which
 refreshes every row, writes them all. Together the files hold exactly the records one pass over the home
@@ -30,13 +30,12 @@ from sarag_assets.evaluation.table_quality import table_from_rows
 
 MANIFEST = "manifest.json"
 
-# One digest of every current validated cell of each batch, in a stable order (a null value is told apart
-# from the text "null" by its own marker).
+# Per batch, a sum of its current validated cells' hashes: it streams (no cell is held), and a changed,
+# added or removed cell changes it. DuckDB's hash may differ between its releases; that only writes every
+# batch again once.
 _BATCH_DIGESTS = """
-    SELECT c.batch_key,
-           md5(coalesce(string_agg(concat_ws(chr(31), v.dialogue_id, v.content_hash, v.metadata_version::VARCHAR,
-                                             v.column_name, coalesce(v.value, chr(0))),
-                                   chr(30) ORDER BY v.dialogue_id, v.column_name), ''))
+    SELECT c.batch_key, count(v.dialogue_id),
+           coalesce(sum(hash(v.dialogue_id, v.content_hash, v.metadata_version, v.column_name, v.value)::HUGEINT), 0)
     FROM current_dialogue_versions c LEFT JOIN validated_rows v USING (dialogue_id, batch_key)
     GROUP BY c.batch_key
 """
@@ -93,8 +92,8 @@ def update_pair_files(con: duckdb.DuckDBPyConnection, metadata: GovernedMetadata
     batches whose fingerprint changed (or whose file is gone), remove the files of batches with none."""
     directory.mkdir(parents=True, exist_ok=True)
     shared = _build_digest(metadata)
-    fingerprints = {batch: hashlib.sha256(f"{shared}\x1f{cells}".encode()).hexdigest()
-                    for batch, cells in con.execute(_BATCH_DIGESTS).fetchall()}
+    fingerprints = {batch: hashlib.sha256(f"{shared}\x1f{cells}\x1f{digest}".encode()).hexdigest()
+                    for batch, cells, digest in con.execute(_BATCH_DIGESTS).fetchall()}
     entries = _read_manifest(directory)
     result = PairFiles(directory=directory, batches=len(fingerprints))
     for batch_key in sorted(fingerprints):
