@@ -1,11 +1,11 @@
 """The preference pairs of a home, one JSONL file per batch, written again only where the batch changed.
 
 A batch's pairs depend on its current conversations, their validated rows and M*, and on the code that
-builds them. Each is fingerprinted (a sum of the hashes of the batch's current validated cells in the warehouse, of
-the extraction prompt M* gives, and of the pair builder's source); a batch whose fingerprint is unchanged
-keeps its file. So a day's new tickets write that day's files, not the home's, and a change of M*, which
-refreshes every row, writes them all. Together the files hold exactly the records one pass over the home
-would (`backends.llm.preference_pairs`), split by the batch that holds each conversation's current version.
+builds them. Each batch is fingerprinted by the hashes of its current validated cells, the extraction
+prompt M* gives and the pair builder's source; a batch whose fingerprint is unchanged keeps its file. So a
+day's new tickets write that day's files, not the home's, and a change of M*, which refreshes every row,
+writes them all. Together the files hold exactly the records one pass over the home would
+(`backends.llm.preference_pairs`), split by the batch that holds each conversation's current version.
 Load them as one dataset with `data_files="<dir>/*.jsonl"`.
 """
 
@@ -100,7 +100,8 @@ def update_pair_files(con: duckdb.DuckDBPyConnection, metadata: GovernedMetadata
         path = directory / f"{batch_key}.jsonl"
         entry = entries.get(batch_key)
         if entry is None or entry.get("fingerprint") != fingerprints[batch_key] or not path.exists():
-            entries[batch_key] = {"fingerprint": fingerprints[batch_key], **_batch_pairs(con, batch_key, metadata, path)}
+            written = _batch_pairs(con, batch_key, metadata, path)
+            entries[batch_key] = {"fingerprint": fingerprints[batch_key], **written}
             _write_manifest(directory, entries)  # after each batch: a crash keeps what was done
             result.written.append(batch_key)
         entry = entries[batch_key]
@@ -111,7 +112,7 @@ def update_pair_files(con: duckdb.DuckDBPyConnection, metadata: GovernedMetadata
         (directory / f"{batch_key}.jsonl").unlink(missing_ok=True)
         del entries[batch_key]
         result.removed.append(batch_key)
-    # files no entry accounts for (a crash between a file and its entry, or copied in) are not this home's pairs
+    # a file of no current batch (copied in by hand, say) is not among this home's pairs
     for path in directory.glob("*.jsonl"):
         if path.stem not in entries:
             path.unlink()

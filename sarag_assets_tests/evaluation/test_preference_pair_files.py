@@ -112,7 +112,8 @@ def test_only_the_batches_that_changed_are_written_again(con, tmp_path):
     assert update_pair_files(con, METADATA, out).written == ["b2", "b5"]
     assert {r["dialogue_id"] for r in records(out)["b2"]} == {"d1"}
 
-    con.execute("UPDATE validated_rows SET value = 'Netwave AX5400' WHERE dialogue_id = 'd1' AND column_name = 'product'")
+    con.execute("UPDATE validated_rows SET value = 'Netwave AX5400' "
+                "WHERE dialogue_id = 'd1' AND column_name = 'product'")
     assert update_pair_files(con, METADATA, out).written == ["b2"]  # b1's old d1 row changed too, but is not current
     assert any('"Netwave AX5400"' in r["chosen"] for r in records(out)["b2"])
 
