@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 
-from sarag_assets.backends.llm import KINDS, code_digest, extraction_prompt, write_pairs
+from sarag_assets.backends.llm import code_digest, extraction_prompt, write_pairs
 from sarag_assets.backends.llm import preference_pairs as build_pairs
 from sarag_assets.core import warehouse
 from sarag_assets.core.structuring.interface import ConversationInput, GovernedMetadata
@@ -43,7 +43,7 @@ _BATCH_DIGESTS = """
 
 @dataclass
 class PairFiles:
-    """What one update did: per kind, the pairs of every file now in the directory."""
+    """What one update did, and the pairs of every file now in the directory by kind (a missing kind: 0)."""
 
     directory: Path
     batches: int = 0
@@ -117,6 +117,4 @@ def update_pair_files(con: duckdb.DuckDBPyConnection, metadata: GovernedMetadata
         if path.stem not in entries:
             path.unlink()
     _write_manifest(directory, entries)
-    for kind in KINDS:
-        result.per_kind.setdefault(kind, 0)
     return result
