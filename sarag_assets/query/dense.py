@@ -82,6 +82,10 @@ class DenseIndex:
         """Each dialogue id's row (built once; two threads asking at once build it twice, harmlessly)."""
         return {d: i for i, d in enumerate(self.dialogue_ids)}
 
+    def unit_row(self, row: int) -> np.ndarray:
+        """One row's vector scaled to norm 1 (a zero row stays zero)."""
+        return self.vectors[row] * self._inverse_norms[row]
+
     def cosines(self, unit_vector: np.ndarray) -> np.ndarray:
         """The cosine of every row (in `dialogue_ids` order) to a unit vector."""
         return (self.vectors @ np.asarray(unit_vector, dtype=np.float32)) * self._inverse_norms
@@ -319,16 +323,19 @@ class DenseIndexes:
         """Whether a search of the table is a search in memory now (read, and not too big to hold)."""
         return table in self._indices
 
+    def holds(self, table: str) -> bool:
+        """Whether the table's vectors are (or can be) held in memory: not too big to hold."""
+        if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):
+            self._too_big.add(table)
+            return False
+        return True
+
     def scan(self, table: str, unit_queries: Sequence[np.ndarray]) -> "Scan | None":
         """`DenseIndex.scan` of the table, or None for a table too big to hold (searched by LanceDB)."""
-        if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):
-            self._too_big.add(table)
-            return None
-        return self.get(table).scan(unit_queries)
+        return self.get(table).scan(unit_queries) if self.holds(table) else None
 
     def search(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
-        if table in self._too_big or (table not in self._indices and self.store.counts(table) > self.max_rows):
-            self._too_big.add(table)
+        if not self.holds(table):
             return [(h["dialogue_id"], float(h["score"])) for h in self.store.vector_search(table, vector, k)]
         return self.get(table).search(vector, k)
 

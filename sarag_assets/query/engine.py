@@ -60,7 +60,7 @@ from sarag_assets.core.indices.store import (
     TABLE_ROWS,
 )
 from sarag_assets.query.dense import DenseIndexes
-from sarag_assets.query.fusion import fuse
+from sarag_assets.query.fusion import TEXT_CHANNELS, fuse, neighbours, with_neighbours
 from sarag_assets.query.understanding import (
     Query,
     QueryError,
@@ -79,7 +79,10 @@ from sarag_assets.query.understanding import (
 from sarag_assets.settings import Home, Settings
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
-            "cluster_route", "table_match")
+            "cluster_route", "table_match", "neighbours")
+# Channels that read the other channels' ranking, not the query (`fusion.with_neighbours`): alone they
+# have nothing to read.
+SEEDED_CHANNELS = frozenset({"neighbours"})
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
@@ -120,6 +123,8 @@ class SearchSettings:
             raise ValueError(f"unknown channels {sorted(unknown)}; known: {', '.join(CHANNELS)}")
         if not self.channels:
             raise ValueError("at least one channel must be on")
+        if set(self.channels) <= SEEDED_CHANNELS:
+            raise ValueError(f"{', '.join(sorted(self.channels))} re-ranks what other channels find: turn one of them on too")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be within [0, 1], got {self.alpha}")
 
@@ -335,6 +340,9 @@ class Sarag:
                                     joining=[d for d, _ in ranked["table_match"]])
             else:  # the table match alone: its own order
                 fused = {d: -i for i, (d, _) in enumerate(ranked["table_match"])}
+        if "neighbours" in on and fused:
+            ranked["neighbours"] = neighbours(fused, self._conversation_vectors(fused))
+            fused = with_neighbours(fused, ranked["neighbours"], votes=len(on & set(TEXT_CHANNELS)))
         return ranked, lists, fused, (vector, passages)
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
@@ -569,6 +577,15 @@ class Sarag:
             if len(best) >= depth or len(hits) < want:
                 return list(best.items())[:depth]
             want *= 4
+
+    def _conversation_vectors(self, dialogue_ids) -> dict[str, np.ndarray]:
+        """The unit vector of each of these conversations' whole text that the home holds in memory (a
+        table too big to hold gives none: the neighbours vote is then not cast)."""
+        if not self.dense.holds(CONVERSATION_TEXTS):
+            return {}
+        index = self.dense.get(CONVERSATION_TEXTS)
+        rows = [(d, r) for d in dialogue_ids if (r := index.row_of.get(d)) is not None]
+        return {d: index.unit_row(r) for d, r in rows}
 
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch

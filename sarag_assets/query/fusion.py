@@ -29,6 +29,14 @@ the one kind of evidence the text does not carry (which product "that one" is), 
 the table may be believed for those values. With no text channel on (the ``sdr``, ``table`` and ``trag``
 systems, an ``only_`` system of a structure channel), the structure channels' mean z is the ranking; with
 one text channel on, the band is 0 and the structure channels change nothing.
+
+Last, the neighbours vote (`with_neighbours`): conversations about the same problem resemble one another
+(the cluster hypothesis of pseudo-relevance feedback), so each candidate is scored by the cosine of its
+own conversation vector to the centroid of the ranking's first ``NEIGHBOUR_SEEDS``, standardized like
+any list, and that z joins the score as one more text vote: ``(n x score + z) / (n + 1)``. It reads no
+query: it reads what the ranking already found, so it cannot bring in a weak list's stray first place;
+it moves the candidates that resemble the best answers up among them. With no more candidates than
+seeds there is nothing to reorder and the vote is not cast.
 """
 
 from __future__ import annotations
@@ -40,6 +48,10 @@ import numpy as np
 
 TEXT_CHANNELS = ("passages", "conversation", "conversation_text")
 STRUCTURE_LISTS = ("table_row", "full_text", "sdr", "cluster_route")
+# The first conversations of the fused ranking whose centroid the neighbours vote reads: the top the
+# answer is read from, and a few so that one stray first hit does not decide it alone. Set before any
+# measurement and never varied.
+NEIGHBOUR_SEEDS = 3
 
 
 def standardized(hits: Sequence[tuple[str, float]]) -> tuple[dict[str, float], float]:
@@ -84,3 +96,29 @@ def fuse(lists: Mapping[str, Sequence[tuple[str, float]]]) -> dict[str, float]:
             base += band * math.tanh(structure.get(d, structure_floor))
         fused[d] = base
     return fused
+
+
+def neighbours(fused: Mapping[str, float], unit_vectors: Mapping[str, np.ndarray],
+               seeds: int = NEIGHBOUR_SEEDS) -> list[tuple[str, float]]:
+    """Every candidate holding a vector, by the cosine of its unit vector to the centroid of the first
+    ``seeds`` such candidates of the ranking (ties by id), best first; [] when there are no more
+    candidates than seeds."""
+    order = [d for d in sorted(fused, key=lambda d: (-fused[d], d)) if d in unit_vectors]
+    if len(order) <= seeds:
+        return []
+    centroid = np.mean([unit_vectors[d] for d in order[:seeds]], axis=0, dtype=np.float64)
+    length = float(np.linalg.norm(centroid))
+    if not length > 0:
+        return []
+    scored = [(d, float(np.dot(unit_vectors[d], centroid)) / length) for d in order]
+    return sorted(scored, key=lambda hit: (-hit[1], hit[0]))
+
+
+def with_neighbours(fused: Mapping[str, float], hits: Sequence[tuple[str, float]], votes: int) -> dict[str, float]:
+    """The fused scores with the neighbours list's z as one vote beside ``votes`` others (the text
+    channels); a candidate it lacks takes its lowest z."""
+    if not hits:
+        return dict(fused)
+    z, floor = standardized(hits)
+    votes = max(1, votes)
+    return {d: (votes * s + z.get(d, floor)) / (votes + 1) for d, s in fused.items()}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sarag_assets.query.fusion import fuse, standardized
+from sarag_assets.query.fusion import NEIGHBOUR_SEEDS, fuse, neighbours, standardized, with_neighbours
 
 
 def test_standardized_scores_and_the_floor_for_missing():
@@ -74,3 +74,40 @@ def test_a_conversation_no_text_channel_returned_cannot_be_rescued_by_structure(
 def test_with_one_text_channel_structure_changes_nothing():
     text = [("a", 0.9), ("b", 0.5), ("c", 0.1)]
     assert fuse({"passages": text, "table_row": [("c", 0.9), ("b", 0.5), ("a", 0.1)]}) == fuse({"passages": text})
+
+
+def _unit(*xs):
+    v = np.asarray(xs, dtype=np.float64)
+    return v / np.linalg.norm(v)
+
+
+def test_neighbours_rank_the_candidates_by_their_likeness_to_the_first_few():
+    assert NEIGHBOUR_SEEDS == 3
+    fused = {"a": 5.0, "b": 4.0, "c": 3.0, "d": 1.1, "e": 1.0}
+    vectors = {"a": _unit(1, 0, 0), "b": _unit(1, 0.1, 0), "c": _unit(1, 0, 0.1),  # the seeds: one problem
+               "d": _unit(0, 1, 0),  # another problem
+               "e": _unit(1, 0.05, 0.05)}  # the seeds' problem, found last
+    hits = neighbours(fused, vectors)
+    assert [d for d, _ in hits][-1] == "d" and hits[0][1] <= 1.0 + 1e-12
+    assert dict(hits)["e"] > dict(hits)["d"]
+    voted = with_neighbours(fused, hits, votes=3)
+    assert voted["e"] > voted["d"]  # e passes d: it resembles what the ranking found first
+    assert sorted(voted, key=lambda x: -voted[x])[:3] == ["a", "b", "c"]
+
+
+def test_the_neighbours_vote_weighs_as_one_text_channel_and_reads_only_candidates_with_vectors():
+    fused = {"a": 3.0, "b": 2.0, "c": 1.0, "d": 0.0, "x": -1.0}
+    vectors = {d: _unit(1, i, 0) for i, d in enumerate("abcd")}
+    hits = neighbours(fused, vectors)
+    assert {d for d, _ in hits} == set("abcd")  # x has no vector: it takes the list's lowest z
+    z, floor = standardized(hits)
+    voted = with_neighbours(fused, hits, votes=3)
+    assert voted["x"] == (3 * -1.0 + floor) / 4
+    assert all(abs(voted[d] - (3 * fused[d] + z[d]) / 4) < 1e-12 for d in "abcd")
+
+
+def test_no_more_candidates_than_seeds_gives_no_vote():
+    fused = {"a": 2.0, "b": 1.0, "c": 0.0}
+    vectors = {d: _unit(1, i, 1) for i, d in enumerate("abc")}
+    assert neighbours(fused, vectors) == []
+    assert with_neighbours(fused, [], votes=3) == fused
