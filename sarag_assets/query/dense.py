@@ -330,6 +330,14 @@ class DenseIndexes:
             return False
         return True
 
+    def unit_vectors(self, table: str, dialogue_ids) -> dict[str, np.ndarray]:
+        """The unit vector of each of these dialogue ids' rows in the table; none for a table too big to
+        hold (a re-ranking that needs them is then not made)."""
+        if not self.holds(table):
+            return {}
+        index = self.get(table)
+        return {d: index.unit_row(r) for d in dialogue_ids if (r := index.row_of.get(d)) is not None}
+
     def scan(self, table: str, unit_queries: Sequence[np.ndarray]) -> "Scan | None":
         """`DenseIndex.scan` of the table, or None for a table too big to hold (searched by LanceDB)."""
         return self.get(table).scan(unit_queries) if self.holds(table) else None

@@ -80,8 +80,7 @@ from sarag_assets.settings import Home, Settings
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
             "cluster_route", "table_match", "neighbours")
-# Channels that read the other channels' ranking, not the query (`fusion.with_neighbours`): alone they
-# have nothing to read.
+# re-rank the other channels' ranking, not the query (`fusion.with_neighbours`): never on alone
 SEEDED_CHANNELS = frozenset({"neighbours"})
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
@@ -341,7 +340,7 @@ class Sarag:
             else:  # the table match alone: its own order
                 fused = {d: -i for i, (d, _) in enumerate(ranked["table_match"])}
         if "neighbours" in on and fused:
-            ranked["neighbours"] = neighbours(fused, self._conversation_vectors(fused))
+            ranked["neighbours"] = neighbours(fused, self.dense.unit_vectors(CONVERSATION_TEXTS, fused))
             fused = with_neighbours(fused, ranked["neighbours"], votes=len(on & set(TEXT_CHANNELS)))
         return ranked, lists, fused, (vector, passages)
 
@@ -577,15 +576,6 @@ class Sarag:
             if len(best) >= depth or len(hits) < want:
                 return list(best.items())[:depth]
             want *= 4
-
-    def _conversation_vectors(self, dialogue_ids) -> dict[str, np.ndarray]:
-        """The unit vector of each of these conversations' whole text that the home holds in memory (a
-        table too big to hold gives none: the neighbours vote is then not cast)."""
-        if not self.dense.holds(CONVERSATION_TEXTS):
-            return {}
-        index = self.dense.get(CONVERSATION_TEXTS)
-        rows = [(d, r) for d in dialogue_ids if (r := index.row_of.get(d)) is not None]
-        return {d: index.unit_row(r) for d, r in rows}
 
     def _text(self, table: str, text: str, depth: int) -> list[tuple[str, float]]:
         hits = self.store.text_search(table, text, depth, columns=["dialogue_id"])  # no row texts to fetch
