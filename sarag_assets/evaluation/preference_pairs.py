@@ -66,9 +66,13 @@ def _build_digest(metadata: GovernedMetadata) -> str:
 
 def _read_manifest(directory: Path) -> dict[str, dict]:
     try:
-        return json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        entries = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (FileNotFoundError, ValueError):  # none yet, or torn: every batch is written again
         return {}
+    # valid JSON of another shape (edited by hand, say) is as good as torn
+    if not isinstance(entries, dict) or not all(isinstance(e, dict) for e in entries.values()):
+        return {}
+    return entries
 
 
 def _write_manifest(directory: Path, entries: dict[str, dict]) -> None:

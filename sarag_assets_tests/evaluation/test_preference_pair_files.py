@@ -154,3 +154,13 @@ def test_a_torn_manifest_writes_every_batch_again_with_the_same_records(con, tmp
     (out / MANIFEST).write_text('{"b1": {"fingerprint"')
     assert update_pair_files(con, METADATA, out).written == ["b0", "b1", "b2"]
     assert snapshot(out) == before
+
+
+@pytest.mark.parametrize("text", ['["b1", "b2"]', '{"b1": 3}', '"b1"', 'null'])
+def test_a_manifest_of_another_shape_writes_every_batch_again(con, tmp_path, text):
+    out = tmp_path / "pairs"
+    update_pair_files(con, METADATA, out)
+    before = snapshot(out)
+    (out / MANIFEST).write_text(text)
+    assert update_pair_files(con, METADATA, out).written == ["b0", "b1", "b2"]
+    assert snapshot(out) == before
