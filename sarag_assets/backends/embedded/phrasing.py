@@ -7,8 +7,10 @@ import html
 import re
 import unicodedata
 
+import regex
+
 from sarag_assets.backends.embedded.cues import instruction_score
-from sarag_assets.core.writing import cjk_bigrams
+from sarag_assets.core.writing import CJK_RANGES, cjk_bigrams
 
 MAX_ISSUE_QUERIES = 8
 MAX_SOLUTION_QUERIES = 8
@@ -128,7 +130,11 @@ def _drop_filler_clauses(text: str) -> str:
     return out[0].upper() + out[1:] if out and text[:1].isupper() else out
 
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’._+-]*[A-Za-z0-9]|[A-Za-z0-9]")
+# a word of any script, its combining marks included (Cyrillic, Arabic, Devanagari, Thai, a Latin letter
+# with an accent): with ASCII letters only, a Russian or Arabic sentence held no word and read as a
+# greeting. Han and kana are left to `cjk_bigrams`; ASCII text splits as it did.
+_LETTER = rf"[[\p{{L}}\p{{N}}]--[{CJK_RANGES}]]"
+_WORD = regex.compile(rf"(?V1){_LETTER}(?:[[\p{{L}}\p{{N}}\p{{M}}'’._+-]--[{CJK_RANGES}]]*[[\p{{L}}\p{{N}}\p{{M}}]--[{CJK_RANGES}]])?")
 _STOP = frozenset(
     """a an the and or nor but if then so of to in on at by for with from as into onto about over under up down out off
     is am are was were be been being do does did doing have has had having will would can could shall should may might

@@ -14,6 +14,7 @@ from sarag_assets.backends.embedded.graph import dialogue_graph
 from sarag_assets.backends.embedded.phrasing import (
     MAX_QUERY_WORDS,
     REFINE_SIM,
+    _content,
     _is_filler,
     _query,
 )
@@ -236,6 +237,32 @@ FORUM_THREADS = {
         ("ines", "agent", "Hatte ich letztes Jahr auch. Leg Handtücher und ein Backblech unter, bevor du den Deckel "
                           "aufschraubst, da kommt viel Wasser, und schau im Sieb nach Münzen oder Haarklammern."),
         ("mara", "user", "Deckel hinter der Blende gefunden, im Sieb steckte eine Socke. Sie pumpt wieder ab und schleudert. Das hat es gelöst, danke!"),
+    ),
+    "ru": forum(  # Cyrillic: words the English model's tokenizer still reads
+        "forum-ru",
+        ("mara", "user", "Моя стиральная машина Lavana WM8 останавливается посреди программы, барабан полон воды, "
+                         "и она показывает F05. Выключение и включение не помогает, она только гудит минуту."),
+        ("kjell", "agent", "F05 означает, что вода не сливается вовремя. Сначала слейте воду через аварийный шланг, "
+                           "затем почистите фильтр сливного насоса за маленькой крышкой внизу справа."),
+        ("mara", "user", "Я открыла крышку, но на моей модели за ней нет круглой пробки, только маленький шланг."),
+        ("kjell", "agent", "На некоторых партиях WM8 фильтр находится за всей нижней панелью. Снимите панель с "
+                           "левого угла, пробка за ней справа."),
+        ("ines", "agent", "У меня было так же в прошлом году. Подложите полотенца и противень, прежде чем откручивать "
+                          "пробку, выльется много воды, и проверьте фильтр на монеты или заколки."),
+        ("mara", "user", "Нашла пробку за панелью, в фильтре был носок. Машина снова сливает и отжимает. Это помогло, спасибо!"),
+    ),
+    "ar": forum(  # Arabic script, written right to left
+        "forum-ar",
+        ("mara", "user", "غسالتي Lavana WM8 تتوقف في منتصف البرنامج والحوض مليء بالماء وتظهر F05. إطفاؤها وتشغيلها "
+                         "لا يساعد، فهي تطن لمدة دقيقة فقط."),
+        ("kjell", "agent", "يعني F05 أن الماء لا يتصرف في الوقت المحدد. أفرغ الماء أولاً عبر خرطوم الطوارئ، ثم نظف "
+                           "مرشح مضخة التصريف خلف الغطاء الصغير في الأسفل على اليمين."),
+        ("mara", "user", "فتحت الغطاء لكن لا توجد سدادة دائرية خلفه في طرازي، يوجد خرطوم صغير فقط."),
+        ("kjell", "agent", "في بعض دفعات WM8 يكون المرشح خلف اللوحة السفلية كاملة. اسحب اللوحة من الزاوية اليسرى، "
+                           "والسدادة خلفها على اليمين."),
+        ("ines", "agent", "حدث لي الشيء نفسه العام الماضي. ضع مناشف وصينية قبل فك السدادة، سيخرج الكثير من الماء، "
+                          "وافحص المرشح بحثاً عن عملات أو مشابك شعر."),
+        ("mara", "user", "وجدت السدادة خلف اللوحة، وكان في المرشح جورب. الغسالة تصرف الماء وتعصر من جديد. هذا حل المشكلة، شكراً!"),
     ),
     "zh": forum(  # written without spaces: a turn is not one word
         "forum-zh",
@@ -649,3 +676,15 @@ def test_query_helpers():
     assert _is_filler("Sorry to see this Drayton.")
     assert not _is_filler("Sorry to keep you waiting, your seat number is 5D.")
     assert np.isclose(REFINE_SIM, 0.75)
+
+
+@pytest.mark.parametrize("text, words", [
+    ("Очистил кэш, всё равно вылетает.", ["очистил", "кэш", "всё", "равно", "вылетает"]),
+    ("تم حل المشكلة", ["تم", "حل", "المشكلة"]),
+    ("हिन्दी में लिखा", ["हिन्दी", "में", "लिखा"]),  # the vowel signs stay in their words
+    ("Die Pumpe läuft über", ["die", "pumpe", "läuft", "über"]),
+    ("the v1.2.3 firmware on my R7000", ["v1.2.3", "firmware", "r7000"]),
+])
+def test_content_words_of_any_script(text, words):
+    assert _content(text) == words
+    assert not _is_filler(text)
