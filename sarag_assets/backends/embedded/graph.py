@@ -22,6 +22,9 @@ is the one it answers. A two-turn exchange is one unit.
    the asker reports back, briefly (<= SHORT_REPORT_WORDS words) or on the same subject (similarity >=
    SAME_SUBJECT_SIM) -> ``refines``;
 5. otherwise unconnected (a second issue).
+
+A text the model cannot read (most of its word pieces unknown to the vocabulary: Thai, most Han
+characters) has no similarity to anything, so the rules that need one give way to the structural ones.
 """
 
 from __future__ import annotations
@@ -184,6 +187,9 @@ def _entities_in(p: _Prepared, turns: set[int]) -> set[str]:
 
 EMBED_CHARS = 300
 SHORT_REPORT_WORDS = 12  # "still the same", "2.2.1+cpu", "läuft wieder": a report back, not a new issue
+# more than half the word pieces unknown: the model reads the text as a run of [UNK] (Thai, most Han
+# characters for all-MiniLM-L6-v2), so every such text embeds alike
+UNREADABLE_SHARE = 0.5
 SAME_SUBJECT_SIM = 0.25  # a longer report back still shares the subject; unrelated texts score near 0 with this model  # the start of a unit's issue or answer is what its embedding is made of
 
 
@@ -196,11 +202,16 @@ class _Sims:
 
     @classmethod
     def build(cls, p: _Prepared, units: list[_Unit], issues: list[str], answers: list[str], embedder: Any | None) -> "_Sims":
+        """A text the model cannot read (`readable`) gets no vector: its cosines are None, and the rules
+        that need them give way to those of structure."""
         ii, aa = cls.wanted(p, units, answers)
         if not ii and not aa:
             return cls({}, {})
-        vecs = _embed(cls.texts(ii, aa, issues, answers), embedder)
-        return cls(dict(zip(ii, vecs[: len(ii)])), dict(zip(aa, vecs[len(ii) :])))
+        embedder = embedder or _default_embedder()
+        texts = cls.texts(ii, aa, issues, answers)
+        vecs, read = _embed(texts, embedder), readable(texts, embedder)
+        return cls({k: v for k, v, r in zip(ii, vecs[: len(ii)], read) if r},
+                   {k: v for k, v, r in zip(aa, vecs[len(ii):], read[len(ii):]) if r})
 
     @staticmethod
     def texts(ii: list[int], aa: list[int], issues: list[str], answers: list[str]) -> list[str]:
@@ -298,12 +309,21 @@ def _quote(text: str, n: int = 60) -> str:
     return '"' + (t if len(t) <= n else t[: n - 1].rsplit(" ", 1)[0] + " …") + '"'
 
 
-def _embed(texts: list[str], embedder: Any | None) -> np.ndarray:
-    if embedder is None:
-        from sarag_assets.core.encoding.embedder import default_embedder
+def _default_embedder():
+    from sarag_assets.core.encoding.embedder import default_embedder
 
-        embedder = default_embedder()
+    return default_embedder()
+
+
+def _embed(texts: list[str], embedder: Any) -> np.ndarray:
     return np.asarray(embedder.encode(texts), dtype=np.float32)
+
+
+def readable(texts: list[str], embedder: Any) -> list[bool]:
+    """Whether the model reads each text: at most `UNREADABLE_SHARE` of its word pieces unknown to its
+    vocabulary (an embedder that cannot tell reads everything)."""
+    shares = getattr(embedder, "unknown_shares", None)
+    return [True] * len(texts) if shares is None else [x <= UNREADABLE_SHARE for x in shares(texts)]
 
 
 def dialogue_graph_texts(conv: ConversationInput) -> list[str]:

@@ -105,6 +105,7 @@ class Embedder:
             log.warning("encoding with ONNX Runtime, not bf16: %s", self.fallback_reason)
         self.runtime = runtime
         self._onnx = None
+        self._pieces = None  # the tokenizer alone (`unknown_shares`); False: the model has no tokenizer.json
         self._threads_set = False
         # Most recently used vectors by text hash, bounded: a long-lived query process sees a new text with
         # nearly every question, and 1.5 KB each would otherwise pile up for as long as it runs.
@@ -227,6 +228,22 @@ class Embedder:
         model = self._torch_model()
         pieces = model.tokenizer(text.strip(), add_special_tokens=True, truncation=False, verbose=False)["input_ids"]
         return len(pieces) <= int(model.max_seq_length)
+
+    def unknown_shares(self, texts: Sequence[str]) -> list[float]:
+        """Per text, the share of its word pieces (the special ones left out) that the model's vocabulary
+        does not hold; 0 for an empty text. Near 1 for a script the model cannot read (Thai, most Han
+        characters for this model): such texts all embed alike, and a cosine between two says nothing.
+        Read with the model's tokenizer alone, so a step whose vectors are all stored loads no model."""
+        from sarag_assets.core.encoding.onnx_encoder import unknown_shares, word_pieces
+
+        texts = [t.strip() for t in texts]
+        if self._pieces is None:
+            self._pieces = word_pieces(model_path(self.model_name)) or False
+        if self._pieces:
+            return unknown_shares(self._pieces, texts)
+        tokenizer = self._torch_model().tokenizer  # a model named from the local cache: its own tokenizer
+        pieces = tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"] if texts else []
+        return [sum(i == tokenizer.unk_token_id for i in ids) / len(ids) if ids else 0.0 for ids in pieces]
 
 
 def runtime_choice(model_name: str | None = None, threads: int | None = None, query_threads: int | None = 1):

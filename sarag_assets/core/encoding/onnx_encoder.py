@@ -180,9 +180,37 @@ class OnnxSentenceEncoder:
         """Whether ``text`` is read whole (nothing cut at the model's length)."""
         return not self.tokenizer.encode(self._prepare(text)).overflowing
 
+    def unknown_shares(self, texts: Sequence[str]) -> list[float]:
+        """Per text, the share of its word pieces (the special ones left out) the vocabulary does not hold."""
+        return unknown_shares(self.tokenizer, [self._prepare(t) for t in texts])
+
     def _prepare(self, text: str) -> str:
         text = text.strip()  # sentence-transformers strips before tokenizing
         return text.lower() if self.lower_case else text
+
+
+def unknown_shares(tokenizer, texts: Sequence[str]) -> list[float]:
+    """Per text, the share of its word pieces (``tokenizer``'s, the special ones left out) that are its
+    unknown piece; 0 for a text with none."""
+    unknown = tokenizer.token_to_id(getattr(tokenizer.model, "unk_token", None) or "[UNK]")
+    out = []
+    for text in texts:
+        ids = tokenizer.encode(text, add_special_tokens=False).ids
+        out.append(sum(i == unknown for i in ids) / len(ids) if ids else 0.0)
+    return out
+
+
+def word_pieces(model_dir: str | os.PathLike):
+    """The model's own tokenizer (its folder's tokenizer.json) without the model, or None without one."""
+    from tokenizers import Tokenizer
+
+    path = Path(model_dir) / "tokenizer.json"
+    if not path.is_file():
+        return None
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_padding()  # the file pads to 128: the padding would count as pieces
+    tokenizer.no_truncation()
+    return tokenizer
 
 
 def length_groups(lengths: Sequence[int], run_cost: int, max_tokens: int = 0) -> list[list[int]]:

@@ -63,6 +63,9 @@ class CountingEmbedder:
         self.calls += 1
         return self.inner.encode(texts)
 
+    def unknown_shares(self, texts):
+        return self.inner.unknown_shares(texts)
+
 
 @pytest.fixture(scope="module")
 def embedder():
@@ -284,10 +287,8 @@ def test_a_forum_thread_with_two_helpers_and_a_follow_up(language, embedder):
     # the question and the first answer; the asker's follow-up and the answer to it; the second helper's
     # addition; the asker reporting back
     assert [(n.turn_start, n.turn_end) for n in g.nodes] == [(0, 1), (2, 3), (4, 4), (5, 5)]
-    if language == "zh":  # the English model puts any two Chinese texts near: the report back refines the opening
-        assert edges_of(g) == [("n1", "n0", "refines"), ("n2", "n1", "elaborates"), ("n3", "n0", "refines")]
-    else:
-        assert edges_of(g) == [("n1", "n0", "refines"), ("n2", "n1", "elaborates"), ("n3", "n2", "refines")]
+    # in Chinese too: the model reads most Han characters as [UNK], so no cosine decides there
+    assert edges_of(g) == [("n1", "n0", "refines"), ("n2", "n1", "elaborates"), ("n3", "n2", "refines")]
     assert all(e.reason for e in g.edges)
     assert g.nodes[2].issue == g.nodes[1].issue  # the second helper answers the same follow-up
     assert c.turns[4].text in g.nodes[2].answer
@@ -308,6 +309,23 @@ def test_a_forum_thread_gets_its_problem_and_the_accepted_answer(language):
     assert c.turns[1].text.split(".")[0] not in resolution.value
     if language == "en":  # the English confirmation detector hears "It drains and spins again. That fixed it, thanks!"
         assert found["resolved"].value == "true"
+
+
+def test_a_text_the_model_cannot_read_has_no_similarity(embedder):
+    # all-MiniLM-L6-v2 reads Thai as [UNK] pieces: every Thai text embeds alike, so a cosine of 1.00
+    # between the report back and the opening would say nothing
+    c = conv(
+        "th",
+        U("สวัสดีครับ เครื่องพิมพ์ของผมพิมพ์ไม่ออกหลังจากเปลี่ยนหมึกใหม่ ไฟสีส้มกระพริบตลอดเวลา"),
+        A("สวัสดีครับ กรุณาถอดตลับหมึกออกแล้วเช็ดหน้าสัมผัสด้วยผ้าแห้ง จากนั้นใส่กลับเข้าไปใหม่และรีสตาร์ทเครื่อง"),
+        U("ทำแล้วครับ ใช้ได้แล้ว ขอบคุณมากครับ"),
+    )
+    assert min(embedder.unknown_shares([t.text for t in c.turns])) > 0.5
+    g = dialogue_graph(c, backend_name=BACKEND, embedder=embedder)
+    check_graph(g, c)
+    assert [(n.turn_start, n.turn_end) for n in g.nodes] == [(0, 1), (2, 2)]
+    assert edges_of(g) == [("n1", "n0", "refines")]
+    assert g.edges[0].reason == "the user reports back on the previous answer"
 
 
 def test_consecutive_user_turns_merge(embedder):

@@ -75,6 +75,19 @@ def test_both_runtimes_say_alike_whether_the_model_reads_a_text_whole(tmp_path, 
     assert not encoder.fits(cjk) and encoder.fits(cjk[:100])
 
 
+def test_both_runtimes_say_alike_how_much_of_a_text_the_vocabulary_does_not_hold(tmp_path, fresh_encoders):
+    encoder = load(model_path(DEFAULT_MODEL), lambda: _load(DEFAULT_MODEL), cache_dir=tmp_path)
+    texts = ["my router keeps rebooting", "Очистил кэш", "ทำแล้วครับ ใช้ได้แล้ว", "设备无法连接", ""] + TEXTS
+    shares = encoder.unknown_shares(texts)
+    assert shares == Embedder(runtime="torch").unknown_shares(texts)
+    hf = _load(DEFAULT_MODEL).tokenizer  # the pieces the torch model itself reads
+    ids = hf([t.strip() for t in texts], add_special_tokens=False)["input_ids"]
+    assert shares == [sum(i == hf.unk_token_id for i in x) / len(x) if x else 0.0 for x in ids]
+    assert shares[:2] == [0.0, 0.0]  # English, and Cyrillic read letter by letter
+    assert shares[2] == 1.0 and shares[3] > 0.5  # Thai, and most Han characters: [UNK]
+    assert shares[4] == 0.0  # nothing to read, nothing unknown
+
+
 def test_a_text_shares_a_run_only_while_its_padding_costs_less_than_a_run():
     lengths = [5, 30, 8, 200, 12, 30, 190]
     groups = length_groups(lengths, 20)
