@@ -185,12 +185,12 @@ def _entities_in(p: _Prepared, turns: set[int]) -> set[str]:
 
 
 
-EMBED_CHARS = 300
+EMBED_CHARS = 300  # the start of a unit's issue or answer is what its embedding is made of
 SHORT_REPORT_WORDS = 12  # "still the same", "2.2.1+cpu", "läuft wieder": a report back, not a new issue
 # more than half the word pieces unknown: the model reads the text as a run of [UNK] (Thai, most Han
 # characters for all-MiniLM-L6-v2), so every such text embeds alike
 UNREADABLE_SHARE = 0.5
-SAME_SUBJECT_SIM = 0.25  # a longer report back still shares the subject; unrelated texts score near 0 with this model  # the start of a unit's issue or answer is what its embedding is made of
+SAME_SUBJECT_SIM = 0.25  # a longer report back still shares the subject; unrelated texts score near 0 with this model
 
 
 class _Sims:
