@@ -147,17 +147,9 @@ def test_files_no_current_batch_accounts_for_are_removed(con, tmp_path):
     assert set(json.loads((out / MANIFEST).read_text())) == {"b1", "b2"}
 
 
-def test_a_torn_manifest_writes_every_batch_again_with_the_same_records(con, tmp_path):
-    out = tmp_path / "pairs"
-    update_pair_files(con, METADATA, out)
-    before = snapshot(out)
-    (out / MANIFEST).write_text('{"b1": {"fingerprint"')
-    assert update_pair_files(con, METADATA, out).written == ["b0", "b1", "b2"]
-    assert snapshot(out) == before
-
-
-@pytest.mark.parametrize("text", ['["b1", "b2"]', '{"b1": 3}', '"b1"', 'null'])
-def test_a_manifest_of_another_shape_writes_every_batch_again(con, tmp_path, text):
+# torn, or valid JSON of another shape (a list, an entry that is no object, a string, null)
+@pytest.mark.parametrize("text", ['{"b1": {"fingerprint"', '["b1", "b2"]', '{"b1": 3}', '"b1"', 'null'])
+def test_a_torn_manifest_writes_every_batch_again_with_the_same_records(con, tmp_path, text):
     out = tmp_path / "pairs"
     update_pair_files(con, METADATA, out)
     before = snapshot(out)
