@@ -256,26 +256,42 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, we
     fixes = confirmed_fixes(close, embedder) if embedder is not None else []
     # a second fix only when several conversations show it worked: one conversation far down the list is not
     fixes = fixes[:1] + [f for f in fixes[1:2] if len(f.dialogue_ids) > 1]
-    known = any(outcome(r["row"]) is not None for r in evidence.rows)
     parts, citations = [], []
     for n, fix in enumerate(fixes):
         where = f"{len(fix.dialogue_ids)} of the {len(ids)} similar conversations" if len(fix.dialogue_ids) > 1 \
             else "1 of the similar conversations"
         label = "What worked" if n == 0 else "Also worked"
-        parts.append(f"{label} ({where}): {_clip(fix.text)} [{', '.join(fix.dialogue_ids)}]")
+        parts.append(_each_sentence_cited(f"{label} ({where}): {_clip(fix.text)}", fix.dialogue_ids))
         citations.extend(fix.dialogue_ids)
     if not fixes:
-        closest = ", ".join(ids[:3])
+        closest = ids[:3]
         if not close:
             parts.append(f"Nothing in this home matches the question well; the closest conversations are "
-                         f"{closest} [{closest}].")
+                         f"{', '.join(closest)} [{', '.join(closest)}].")
         else:
-            why = "shows a fix that worked" if known else "records whether a fix worked"
-            parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are {closest} "
-                         f"[{closest}].")
-        citations.extend(ids[:3])
-    return Answer("\n".join(parts), list(dict.fromkeys(citations)), bool(fixes), "extractive", evidence, notes,
-                  fixes)
+            # a fix whose outcome the conversation does not record is neither offered nor called a failure
+            unknown = [r["dialogue_id"] for r in close
+                       if outcome(r["row"]) is None and str(r["row"].get("resolution") or "").strip()]
+            if unknown:
+                parts.append(f"None of the {len(ids)} similar conversations shows a fix confirmed to have worked; "
+                             f"{len(unknown)} of them suggest a fix whose outcome the conversation does not "
+                             f"record [{', '.join(unknown)}].")
+                closest = unknown
+            else:
+                why = "shows a fix that worked" if any(outcome(r["row"]) is not None for r in evidence.rows) \
+                    else "records whether a fix worked"
+                parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are "
+                             f"{', '.join(closest)} [{', '.join(closest)}].")
+        citations.extend(closest)
+    text = "\n".join(parts)
+    supported = bool(fixes) and not uncited_sentences(text, set(citations))
+    return Answer(text, list(dict.fromkeys(citations)), supported, "extractive", evidence, notes, fixes)
+
+
+def _each_sentence_cited(text: str, dialogue_ids: list[str]) -> str:
+    """`text` with the citation bracket after each of its sentences: each says what it rests on."""
+    cite = f"[{', '.join(dialogue_ids)}]"
+    return " ".join(f"{sentence} {cite}" for sentence in _sentences(text))
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -314,8 +330,7 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
     dropped = [c for c in cited if c not in known]
     if dropped:
         notes = notes + [f"dropped citations not in the evidence: {', '.join(dropped[:5])}"]
-    uncited = [s for s in _sentences(result.answer)
-               if not any(c.strip() in known for group in _CITE.findall(s) for c in group.split(","))]
+    uncited = uncited_sentences(result.answer, known)
     if uncited:
         notes = notes + [f"{len(uncited)} sentence(s) of the answer cite no evidence"]
     supported = bool(result.supported and valid and not uncited)
@@ -323,6 +338,12 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
 
 
 _CITE = re.compile(r"\[([^\[\]]+)\]")
+
+
+def uncited_sentences(text: str, known: set[str]) -> list[str]:
+    """The sentences of `text` that cite none of the `known` evidence ids."""
+    return [s for s in _sentences(text)
+            if not any(c.strip() in known for group in _CITE.findall(s) for c in group.split(","))]
 
 
 def _sentences(text: str) -> list[str]:

@@ -449,7 +449,7 @@ class Sarag:
         notes = list(result.query.notes)
         if self.llm is None:
             strength = self.match_strength(result.query_vector, result.ids())
-            weak = {d for d, s in strength.items() if is_weak(s)}
+            weak = {h.dialogue_id for h in result.hits if is_weak(strength.get(h.dialogue_id), h.matched_columns)}
             return extractive_answer(evidence, notes, self.embedder, weak=weak)
         question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
         return llm_answer(self.llm, question, evidence, notes)
@@ -747,10 +747,11 @@ class RowShares:
         return out
 
 
-def is_weak(strength: float | None) -> bool:
-    """A weak match: one that does not stand out from the corpus (`Sarag.match_strength`); never for a
+def is_weak(strength: float | None, matched: list | None = None) -> bool:
+    """A weak match: one that does not stand out from the corpus (`Sarag.match_strength`) and holds none of
+    the values the question names (`Hit.matched_columns`: a hit holding one stands out on it); never for a
     corpus too small to tell."""
-    return strength is not None and strength < WEAK_BELOW_SD
+    return strength is not None and strength < WEAK_BELOW_SD and not matched
 
 
 def published_state(home: Home):

@@ -20,6 +20,8 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from pydantic import BaseModel, Field, StringConstraints
 
@@ -267,6 +269,12 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     async def _http_error(request: Request, exc: HTTPException):
         return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError):
+        # FastAPI's own handler echoes the input back, and a lone surrogate in it ("\ud800" in the JSON)
+        # cannot be encoded: a 500 for the asker's mistake. The same 422, with such characters escaped.
+        return JSONResponse({"detail": _encodable(jsonable_encoder(exc.errors()))}, status_code=422)
+
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
         return PAGE.replace("__AUTH__", "true" if api_key else "false")
@@ -356,7 +364,7 @@ def _hit(hit, origin: dict, strength: float | None, explain: bool) -> Hit:
     resolved = row.get("resolved")
     return Hit(
         dialogue_id=hit.dialogue_id, rank=hit.rank, strength=None if strength is None else round(strength, 2),
-        weak=is_weak(strength),
+        weak=is_weak(strength, hit.matched_columns),
         problem=row.get("problem"), resolution=row.get("resolution"),
         resolved=None if resolved is None else str(resolved).strip().lower() in ("true", "yes", "1"),
         matched=[Matched(column=m["column"], value=str(m["value"])) for m in hit.matched_columns],
@@ -364,6 +372,17 @@ def _hit(hit, origin: dict, strength: float | None, explain: bool) -> Hit:
         started_at=origin.get("started_at"), landed_at=origin.get("landed_at"),
         cells={k: v for k, v in row.items() if k not in _CELLS},
         channels=hit.channels if explain else None)
+
+
+def _encodable(value):
+    """`value` with every string made encodable as UTF-8 (a lone surrogate becomes its escape)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, list):
+        return [_encodable(v) for v in value]
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    return value
 
 
 def _plain(value):

@@ -73,7 +73,7 @@ PAGE = """<!doctype html>
     <ol class="hits" id="hits" aria-label="similar past conversations"></ol>
   </section>
   <section aria-labelledby="conv-title">
-    <h2 id="conv-title" style="font-size:16px;margin-top:0">Conversation</h2>
+    <h2 id="conv-title" tabindex="-1" style="font-size:16px;margin-top:0">Conversation</h2>
     <div id="conversation" class="empty">Select a result to read its conversation (redacted).</div>
   </section>
 </main>
@@ -115,6 +115,27 @@ function showState(id) { $("state").textContent = id ? "published state " + id :
 
 function date(value) { return value ? new Date(value).toLocaleDateString() : null; }
 
+// the conversation's own first time when the source gives one, else the day it landed, said as such
+function when(c) { return c.started_at ? date(c.started_at) : c.landed_at ? "landed " + date(c.landed_at) : null; }
+
+function citeLink(id) {
+  const dialogueId = id.split("#")[0].split(":")[0];
+  return el("a", { href: "#" + dialogueId, "data-cite": id,
+                   onclick: (e) => { e.preventDefault(); openConversation(dialogueId); } }, id);
+}
+
+// the answer's text, each id in its [citations] a link to that conversation
+function withCitations(text) {
+  const nodes = []; let last = 0;
+  for (const m of text.matchAll(/\\[([^\\[\\]]+)\\]/g)) {
+    nodes.push(text.slice(last, m.index), "[");
+    m[1].split(",").map((id) => id.trim()).forEach((id, i) => { if (i) nodes.push(", "); nodes.push(citeLink(id)); });
+    nodes.push("]"); last = m.index + m[0].length;
+  }
+  nodes.push(text.slice(last));
+  return nodes;
+}
+
 function renderHit(hit) {
   const badges = el("div", {},
     hit.resolved === true ? el("span", { class: "badge ok" }, "resolved") :
@@ -122,7 +143,7 @@ function renderHit(hit) {
       el("span", { class: "badge open" }, "outcome unknown"),
     hit.weak ? el("span", { class: "badge weak", title: "does not stand out from the other conversations" },
                   "weak match") : null);
-  const where = [hit.source_file, date(hit.started_at) || date(hit.landed_at)].filter(Boolean).join(" · ");
+  const where = [hit.source_file, when(hit)].filter(Boolean).join(" · ");
   const item = el("li", { class: "hit", tabindex: "0", role: "button", "data-id": hit.dialogue_id,
                           "aria-label": "open conversation " + hit.dialogue_id },
     el("h3", {}, hit.rank + ". " + (hit.problem || hit.dialogue_id)),
@@ -162,12 +183,8 @@ async function answer() {
     const data = await api("/api/ask", { ...input, k: 5 });
     showState(data.published_state);
     const cites = el("div", { class: "meta" }, data.citations.length ? "Evidence: " : "No evidence cited.");
-    data.citations.forEach((c, i) => {
-      if (i) cites.append(", ");
-      cites.append(el("a", { href: "#" + c.dialogue_id, "data-cite": c.id,
-                             onclick: (e) => { e.preventDefault(); openConversation(c.dialogue_id); } }, c.id));
-    });
-    box.replaceChildren(el("div", { class: "answer" }, data.answer,
+    data.citations.forEach((c, i) => { if (i) cites.append(", "); cites.append(citeLink(c.id)); });
+    box.replaceChildren(el("div", { class: "answer" }, ...withCitations(data.answer),
       el("div", { class: "meta" }, data.supported ? "Every statement is backed by the cited evidence." :
                                               "The evidence does not answer this.")), cites);
     search();
@@ -179,7 +196,7 @@ async function openConversation(id) {
   const box = $("conversation"); box.className = ""; box.replaceChildren(el("p", { class: "meta" }, "Loading…"));
   try {
     const c = await api("/api/conversations/" + encodeURIComponent(id));
-    const where = [c.source_file, c.source_format, date(c.started_at) || date(c.landed_at)].filter(Boolean);
+    const where = [c.source_file, c.source_format, when(c)].filter(Boolean);
     box.replaceChildren(
       el("p", { class: "meta", id: "conversation-id" }, c.dialogue_id + " · " + where.join(" · ")),
       el("p", { class: "meta", id: "conversation-fields" },

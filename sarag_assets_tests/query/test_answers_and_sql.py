@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -10,7 +11,7 @@ import duckdb
 import pytest
 
 from sarag_assets.backends.llm.client import LLMSettings, StructuredLLM
-from sarag_assets.query.answers import GroundedAnswer, SqlAnswer, SqlPlan
+from sarag_assets.query.answers import GroundedAnswer, SqlAnswer, SqlPlan, uncited_sentences
 from sarag_assets.query.engine import LLMRequired, Sarag
 from sarag_assets.query.sql import SqlError, SqlRefused
 from sarag_assets_tests.backends.llm.fake_openai_server import (
@@ -33,14 +34,14 @@ def test_an_answer_offers_only_fixes_that_worked_and_says_so_when_none_did(engin
         answer = engine.answer(query["turns"])
         assert answer.generated_by == "extractive"
         assert answer.citations and set(answer.citations) <= answer.evidence.ids()
-        # every sentence of the answer ends with its citations
-        assert all(line.rstrip(".").endswith("]") for line in answer.text.splitlines()), answer.text
+        # every sentence of the answer cites the evidence it rests on
+        assert not uncited_sentences(answer.text, answer.evidence.ids()), answer.text
         for fix in answer.fixes:
             for dialogue_id in fix.dialogue_ids:  # the generator knows each conversation's outcome
                 assert truth[dialogue_id]["resolved"], (query["turns"], dialogue_id, fix.text)
                 assert fix.text in " ".join(engine.rows[dialogue_id]["resolution"].split()) or \
                     len(fix.dialogue_ids) > 1
-            assert fix.text[:40] in answer.text
+            assert fix.text[:40] in re.sub(r" \[[^\[\]]+\]", "", answer.text)  # the fix, its citations aside
         offered += len(answer.fixes)
         assert answer.supported == bool(answer.fixes)
         if not answer.fixes:
@@ -66,6 +67,31 @@ def test_no_fix_is_offered_from_conversations_that_did_not_work(engine):
     assert rows
     answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
     assert not answer.fixes and not answer.supported and answer.text.startswith("None of the 5")
+
+
+def test_a_fix_whose_outcome_is_not_recorded_is_neither_offered_nor_called_a_failure(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    unknown = [{"dialogue_id": d, "score": 1.0, "row": {**row, "resolved": None}} for d, row in engine.rows.items()
+               if row.get("resolution")][:2]
+    failed = [{"dialogue_id": d, "score": 1.0, "row": {**row, "resolved": "false"}} for d, row in engine.rows.items()
+              if row.get("resolution")][2:4]
+    answer = extractive_answer(Evidence(failed + unknown, [], [], []), [], engine.embedder)
+    assert not answer.fixes and not answer.supported
+    said = [r["dialogue_id"] for r in unknown]
+    assert "2 of them suggest a fix whose outcome the conversation does not record" in answer.text
+    assert answer.text.endswith(f"[{', '.join(said)}].") and answer.citations == said
+
+
+def test_a_fix_of_several_sentences_cites_each_of_them(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    dialogue_id, row = next((d, r) for d, r in engine.rows.items() if r.get("resolution"))
+    row = {**row, "resolved": "true", "resolution": "This looks like a known issue. Reinstall it. Then reboot!"}
+    answer = extractive_answer(Evidence([{"dialogue_id": dialogue_id, "score": 1.0, "row": row}], [], [], []), [],
+                               engine.embedder)
+    assert answer.supported and answer.text.count(f"[{dialogue_id}]") == 3, answer.text
+    assert not uncited_sentences(answer.text, {dialogue_id})
 
 
 def test_graph_walk_follows_edges_from_the_anchors(engine, built_home):
