@@ -76,7 +76,9 @@ class PublishedState:
         """The LanceDB tables as this state pinned them, for reading."""
         from sarag_assets.core.indices.store import IndexStore
 
-        return IndexStore.open_for_read(uri, versions=self.versions, read_consistency_interval_s=None, **kwargs)
+        rows = {table: info["rows"] for table, info in self.lancedb.items() if isinstance(info.get("rows"), int)}
+        return IndexStore.open_for_read(uri, versions=self.versions, pinned_rows=rows, read_consistency_interval_s=None,
+                                        **kwargs)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "staged_at": self.staged_at, "published_at": self.published_at,
@@ -145,7 +147,9 @@ def current(home: Home) -> PublishedState | None:
         return None
     except OSError as exc:
         raise PublicationError(f"the published state's pointer cannot be read ({exc.strerror})") from None
-    if not state_id or "/" in state_id or state_id.startswith("."):
+    except UnicodeDecodeError:
+        raise PublicationError(f"the published state's pointer ({pointer.name}) is damaged (not text)") from None
+    if not state_id or "/" in state_id or state_id.startswith(".") or not state_id.isprintable():
         raise PublicationError(f"the published state's pointer ({pointer.name}) is damaged")
     record = folder(home) / f"{state_id}.json"
     if not record.is_file():
@@ -157,7 +161,8 @@ def current(home: Home) -> PublishedState | None:
 
 
 def readable(home: Home) -> bool:
-    """Whether the published state opens and its warehouse copy answers (else it is published again)."""
+    """Whether the published state opens: its warehouse copy answers, and each LanceDB table it pins holds
+    the rows it recorded (else it is published again)."""
     import duckdb
 
     try:
@@ -166,8 +171,11 @@ def readable(home: Home) -> bool:
             return False
         with duckdb.connect(str(state.warehouse), read_only=True) as con:
             con.execute("SELECT count(*) FROM current_dialogue_versions").fetchone()
+        store = state.index_store(str(home.lancedb))
+        for table in state.versions:
+            store.counts(table)
         return True
-    except (PublicationError, duckdb.Error):
+    except (PublicationError, duckdb.Error, OSError, ValueError, RuntimeError):  # MissingIndex is a RuntimeError
         return False
 
 

@@ -6,7 +6,7 @@ import dagster as dg
 from sarag_assets.core import warehouse
 from sarag_assets.core.checks import raw_dialogue_rules
 from sarag_assets.core.ingest.landing import BatchManifest
-from sarag_assets.core.ingest.parsers import parse_file
+from sarag_assets.core.ingest.parsers import parse_file, refused_file
 from sarag_assets.core.ingest.raw_dialogues import build_batch
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import DUCKDB_POOL, IngestConfig, SaragHome
@@ -47,13 +47,16 @@ def ingest_batch(context: dg.AssetExecutionContext, sarag_home: SaragHome, inges
     settings = sarag_home.settings()
     home = settings.paths.ensure()
     manifest = BatchManifest.load(home, context.partition_key)
-    parsed = parse_file(
-        home.root / manifest.snapshot,
-        manifest.source_format,
-        max_record_bytes=ingest_config.record_bytes(settings),
-        source_name=manifest.source_file,
-        record_range=(manifest.record_start, manifest.record_end),
-    )
+    if manifest.refusal:
+        parsed = refused_file(home.root / manifest.snapshot, manifest.source_file, manifest.refusal)
+    else:
+        parsed = parse_file(
+            home.root / manifest.snapshot,
+            manifest.source_format,
+            max_record_bytes=ingest_config.record_bytes(settings),
+            source_name=manifest.source_file,
+            record_range=(manifest.record_start, manifest.record_end),
+        )
     batch = build_batch(parsed, manifest, redact=ingest_config.redacting(settings))
 
     with warehouse.connect(home.warehouse) as con:

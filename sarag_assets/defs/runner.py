@@ -31,6 +31,7 @@ class PipelineRun:
     indexed: list[str] = field(default_factory=list)  # batches written to LanceDB
     failed: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    retried: list[str] = field(default_factory=list)  # "<failed run> -> <its re-execution>", on workers
     published: str | None = None  # the state id readers now see, when this run published one
     partitions: int = 0  # batches in the home after this run
 
@@ -43,7 +44,9 @@ def land_and_process(
     launch = Launcher(defs, instance, raise_on_error=raise_on_error,
                       tags={RUNNER_TAG: f"{socket.gethostname()}:{os.getpid()}"})
     try:
-        return _land_and_process(defs, instance, launch, progress)
+        outcome = _land_and_process(defs, instance, launch, progress)
+        outcome.retried = list(launch.retried)
+        return outcome
     finally:
         launch.close()
 
@@ -77,18 +80,30 @@ def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch
             tags=lambda r: {**r.tags, RUN_KEY_TAG: r.run_key}):
         (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
+    # A warehouse moved aside or replaced has lost batches the instance landed: land them again from their
+    # snapshots (replace-by-batch), then structure and index them whatever their data versions say.
+    lost = _batches_missing_from_warehouse(defs, instance, [
+        key for key in instance.get_dynamic_partitions(conversation_batches.name)
+        if key not in outcome.batches and key not in outcome.failed])
+    if lost:
+        outcome.problems.append(f"{len(lost)} landed batches were missing from the warehouse: ingested again from "
+                                "their landed files")
+    for key, run in launch.each("ingest_batch_job", lost, str, lambda k: f"ingesting batch {k} again", step):
+        (outcome.batches if run.success else outcome.failed).append(key)
+
     step("governing the metadata")
     if not launch.run("govern_metadata_job").success:
         outcome.failed.append("governed_metadata")
         return outcome
     keys = instance.get_dynamic_partitions(conversation_batches.name)
     outcome.partitions = len(keys)
-    for key, run in launch.each("refresh_rows_job", stale_row_partitions(instance, keys), str,
-                                lambda k: f"structuring rows of batch {k}", step):
+    stale = stale_row_partitions(instance, keys)
+    stale += [key for key in lost if key not in stale]
+    for key, run in launch.each("refresh_rows_job", stale, str, lambda k: f"structuring rows of batch {k}", step):
         (outcome.refreshed if run.success else outcome.failed).append(key)
 
     unindexed_text = _batches_without_text_index(defs, keys)
-    to_index = [key for key in keys if key in unindexed_text or _outdated(
+    to_index = [key for key in keys if key in unindexed_text or key in lost or _outdated(
         instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key)]
     for key, run in launch.each("index_batch_job", to_index, str, lambda k: f"indexing batch {k}", step):
         (outcome.indexed if run.success else outcome.failed).append(key)
@@ -125,6 +140,8 @@ class Launcher:
         settings = resource.settings() if resource is not None and hasattr(resource, "settings") else None
         self.on_workers = settings is not None and settings.executor == "celery"
         self.parallel = settings.parallel_runs if self.on_workers else 1
+        self.retries = settings.run_retries if self.on_workers else 0
+        self.retried: list[str] = []
         self._pool = None  # the processes that orchestrate batch runs at once, kept for the whole pipeline
         if self.on_workers:
             from sarag_assets.defs.executors import check_workers
@@ -145,13 +162,22 @@ class Launcher:
             return self.defs.resolve_job_def(job_name).execute_in_process(
                 partition_key=partition_key, instance=self.instance, tags=tags, run_config=QUIET,
                 raise_on_error=self.raise_on_error)
-        return run_on_workers(self.instance, job_name, partition_key, tags, self.raise_on_error)
+        return self._seen(run_on_workers(self.instance, job_name, partition_key, tags, self.raise_on_error,
+                                         self.retries))
+
+    def _seen(self, run: "WorkerRun") -> "WorkerRun":
+        attempts = [*run.failed_runs, run.run_id]
+        self.retried.extend(f"{failed} -> {then}" for failed, then in zip(attempts, attempts[1:]))
+        return run
 
     def each(self, job_name: str, items: list, partition_of, label, step, tags=lambda item: {}):
         """(item, result) for a run of `job_name` per item, in the items' order; runs overlap on workers."""
+        def counted(n: int, item) -> str:
+            return f"{label(item)} ({n} of {len(items)})" if len(items) > 1 else label(item)
+
         if self.parallel == 1 or len(items) < 2:
-            for item in items:
-                step(label(item))
+            for n, item in enumerate(items, start=1):
+                step(counted(n, item))
                 yield item, self.run(job_name, partition_of(item), tags(item))
             return
         if self._pool is None:
@@ -161,10 +187,10 @@ class Launcher:
             self._pool = ProcessPoolExecutor(max_workers=self.parallel, mp_context=get_context("spawn"))
         ref = self.instance.get_ref()
         futures = [self._pool.submit(run_on_workers, ref, job_name, partition_of(item), {**self.tags, **tags(item)},
-                                     self.raise_on_error) for item in items]
-        for item, future in zip(items, futures):
-            step(label(item))
-            yield item, future.result()
+                                     self.raise_on_error, self.retries) for item in items]
+        for n, (item, future) in enumerate(zip(items, futures), start=1):
+            step(counted(n, item))
+            yield item, self._seen(future.result())
 
     def close(self) -> None:
         if self._pool is not None:
@@ -176,12 +202,17 @@ class Launcher:
 class WorkerRun:
     """What the runner needs to know of a run orchestrated for the workers."""
 
-    run_id: str
+    run_id: str  # the last attempt: the run itself, or its last re-execution
     success: bool
+    failed_runs: list[str] = field(default_factory=list)  # the attempts that failed before it, in order
 
 
-def run_on_workers(instance, job_name: str, partition_key: str | None, tags: dict, raise_on_error: bool) -> WorkerRun:
-    """Orchestrate one run whose steps the Celery workers execute (`instance` may be its ref, from a pool)."""
+def run_on_workers(instance, job_name: str, partition_key: str | None, tags: dict, raise_on_error: bool,
+                   retries: int = 0) -> WorkerRun:
+    """Orchestrate one run whose steps the Celery workers execute (`instance` may be its ref, from a pool).
+    A failed run is re-executed from its failure up to `retries` times (Dagster's re-execution: the steps
+    that succeeded are kept, the failed one and those after it run again), so a worker lost mid-step costs
+    a retry of its step. The daemon's run retries do not apply: it retries only runs it launched itself."""
     import warnings
 
     # dagster-celery declares its step task again for every step it submits; Celery warns each time
@@ -191,12 +222,18 @@ def run_on_workers(instance, job_name: str, partition_key: str | None, tags: dic
     if partition_key is not None:
         tags = {**tags, "dagster/partition": partition_key}
     job = dg.build_reconstructable_job("sarag_assets.definitions", "job_named", reconstructable_args=(job_name,))
-    with dg.execute_job(job, instance, run_config=QUIET, tags=tags, raise_on_error=raise_on_error) as result:
-        if not result.success:
+    failed, options = [], None
+    for attempt in range(retries + 1):
+        with dg.execute_job(job, instance, run_config=QUIET, tags=tags, reexecution_options=options,
+                            raise_on_error=raise_on_error and attempt == retries) as result:
+            if result.success:
+                return WorkerRun(result.run_id, True, failed)
             # A step whose worker process died never reported its end, so its pool slot would stay taken and
             # every later writing step wait for it. The run is over and none of its steps still runs.
             instance.event_log_storage.free_concurrency_slots_for_run(result.run_id)
-        return WorkerRun(result.run_id, result.success)
+            failed.append(result.run_id)
+            options = dg.ReexecutionOptions.from_failure(result.run_id, instance)
+    return WorkerRun(failed[-1], False, failed[:-1])
 
 
 def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: PipelineRun, step, launch: Launcher) -> None:
@@ -231,6 +268,29 @@ def _readable_state(defs: dg.Definitions) -> bool:
     from sarag_assets.core import publication
 
     return publication.readable(defs.resources["sarag_home"].home())
+
+
+def _batches_missing_from_warehouse(defs: dg.Definitions, instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
+    """Batches that landed (their ingest run succeeded) and of which the warehouse holds neither a turn nor
+    a quarantine row: it was moved aside, replaced or lost."""
+    import duckdb
+
+    from sarag_assets.core import warehouse
+
+    if not keys:
+        return []
+    home = defs.resources["sarag_home"].home()
+    held: set[str] = set()
+    if home.warehouse.is_file():
+        with warehouse.connect(home.warehouse, read_only=True) as con:
+            try:
+                held = {k for (k,) in con.execute("SELECT DISTINCT batch_key FROM raw_dialogues UNION "
+                                                  "SELECT DISTINCT batch_key FROM quarantine").fetchall()}
+            except duckdb.CatalogException:  # a new, empty warehouse
+                pass
+    return [key for key in keys if key not in held and instance.get_runs(filters=dg.RunsFilter(
+        job_name="ingest_batch_job", tags={"dagster/partition": key}, statuses=[dg.DagsterRunStatus.SUCCESS]),
+        limit=1)]
 
 
 def _batches_without_text_index(defs: dg.Definitions, keys: list[str]) -> set[str]:

@@ -12,7 +12,7 @@ def damaged_store(exc: BaseException) -> str | None:
     from sarag_assets.core.publication import PublicationError
 
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    first = re.sub(r",?\s*\S*/\.cargo/\S+", "", first)[:240]  # the library's own source location
+    first = re.sub(r",?\s*(?:\S*/\.cargo/|/rustc/)\S+", "", first)[:240]  # the library's own source location
     rebuild = "move the home's warehouse.duckdb and lancedb/ aside and rebuild them with `sarag materialize`"
     if isinstance(exc, PublicationError):
         return f"{first}; publish again with `sarag materialize` (it re-publishes the current state)"

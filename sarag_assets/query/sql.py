@@ -9,10 +9,12 @@ Two independent locks, so a statement that slips past one still meets the other:
    locked: no file outside the warehouse can be read (`read_csv('/etc/passwd')`, `'x.parquet'`), no
    database attached, no extension installed, and the setting cannot be switched back by the statement.
 
-PRAGMAs (which DuckDB parses as SELECTs) and the system functions that show the server's paths or
-settings are refused by name. Every statement runs within limits (`SqlLimits`, from the settings
-`sql_timeout_s`, `sql_memory_limit`, `sql_max_rows`): it is interrupted after the time limit, fails
-when it needs more memory than the limit (nothing spills to disk), and returns at most the row limit.
+PRAGMAs (which DuckDB parses as SELECTs), the system functions that show the server's paths or
+settings, and `query()` / `query_table()` (which would run a statement built from strings, past this
+check) are refused by name; a result that still holds the warehouse's path is refused too. Every
+statement runs within limits (`SqlLimits`, from the settings `sql_timeout_s`, `sql_memory_limit`,
+`sql_max_rows`): it is interrupted after the time limit, fails when it (or the rows it returns) needs
+more memory than the limit (nothing spills to disk), and returns at most the row limit.
 Errors are one line and name no path on the server.
 """
 
@@ -34,7 +36,8 @@ _FIRST_WORD = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]+)
 # DuckDB's functions that report the server's files, settings or environment.
 _SYSTEM_FUNCTIONS = re.compile(
     r"\b(pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|memory|log\w*)|"
-    r"current_setting|getenv|which_secret)\b", re.I)
+    r"current_setting|getenv|which_secret|query(?:_table)?(?=\s*\())\b", re.I)
+FETCH_CHUNK = 16  # rows fetched at a time, so the result's own size is checked against the memory limit
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
     try:
         try:
             cursor = con.execute(checked)
-            rows = cursor.fetchmany(max_rows + 1)
+            rows = _fetch(cursor, max_rows + 1, limits)
         except duckdb.InterruptException:
             raise SqlLimitExceeded(f"stopped after {limits.timeout_s:g} s, the time limit for a statement "
                                    "(setting sql_timeout_s)") from None
@@ -132,7 +135,40 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
     finally:
         timer.cancel()
         con.close()
+    if _shows_paths(rows, warehouse):
+        raise SqlRefused("refused: the result holds the server's own file paths")
     return SqlResult(columns, rows[:max_rows], len(rows) > max_rows, checked, types)
+
+
+def _fetch(cursor, n: int, limits: SqlLimits) -> list[tuple]:
+    """Up to `n` rows, a few at a time: the rows become Python objects outside DuckDB's memory limit, so
+    their own size is held to it here."""
+    budget, used, rows = _bytes(limits.memory_limit), 0, []
+    while len(rows) < n:
+        chunk = cursor.fetchmany(min(FETCH_CHUNK, n - len(rows)))
+        if not chunk:
+            break
+        rows.extend(chunk)
+        used += sum(len(v) if isinstance(v, (str, bytes)) else 16 for row in chunk for v in row)
+        if budget is not None and used > budget:
+            raise duckdb.OutOfMemoryException("the result is larger than the memory limit")
+    return rows
+
+
+def _bytes(limit: str) -> int | None:
+    """A DuckDB memory setting ("1GB", "512MiB") in bytes; None when it is not one of these forms."""
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(i?)B\s*", limit, re.I)
+    if not match:
+        return None
+    number, unit, binary = match.groups()
+    power = " KMGT".index(unit.upper() or " ")
+    return int(float(number) * (1024 if binary else 1000) ** power)
+
+
+def _shows_paths(rows: list[tuple], warehouse: str | Path) -> bool:
+    """Whether a value of the result names the warehouse's folder on the server."""
+    folder = str(Path(warehouse).resolve().parent)
+    return any(isinstance(v, str) and folder in v for row in rows for v in row)
 
 
 def _open_read_only(warehouse: str | Path, limits: SqlLimits):

@@ -153,6 +153,38 @@ def test_files_that_are_not_conversations_are_quarantined_and_the_rest_still_lan
     assert query(home, "SELECT DISTINCT dialogue_id FROM raw_dialogues") == [("g",)]
 
 
+def test_every_file_in_the_inbox_is_landed_or_quarantined_with_a_reason(home, instance, defs):
+    """Names the scanner skips, dropped straight into the inbox (not through `sarag land`, which refuses
+    them): once they stopped changing, each has its quarantine row; a path-like name lands inside the inbox."""
+    import os
+    import time
+
+    from sarag_assets.core.ingest.landing import SETTLED_AFTER_S
+
+    chat = [conversation("c1", ("user", "my printer jams"), ("agent", "clean the roller"))]
+    for name in ("notes~", "export.tmp", ".hidden", "x.jsonl.part", "..%2f..%2fevil.jsonl", "a%2f..%2fevil.jsonl",
+                 "good.jsonl"):
+        write_jsonl(home.inbox / name, [conversation(f"{name}-1", ("user", "help"), ("agent", "done"))])
+    write_jsonl(home.inbox / "fresh.jsonl.part", chat)  # still being written: not yet
+    settled = time.time() - SETTLED_AFTER_S - 5
+    for path in home.inbox.iterdir():
+        if path.name != "fresh.jsonl.part":
+            os.utime(path, (settled, settled))
+    run = land_and_process(defs, instance, raise_on_error=True)
+    assert not run.failed
+    reasons = dict(query(home, "SELECT source_file, reason FROM quarantine"))
+    for name in ("notes~", "export.tmp", ".hidden", "x.jsonl.part", "..%2f..%2fevil.jsonl"):  # the last: hidden
+        assert reasons[name].startswith("not landed: ") and "rename the file" in reasons[name], reasons
+    assert "fresh.jsonl.part" not in reasons and any("inbox/fresh.jsonl.part" in p for p in run.problems)
+    landed = {f for (f,) in query(home, "SELECT DISTINCT source_file FROM raw_dialogues")}
+    assert landed == {"good.jsonl", "a%2f..%2fevil.jsonl"}
+    assert not list(home.root.parent.glob("evil*"))  # the name stayed a name
+    accounted = landed | set(reasons) | {"fresh.jsonl.part"}
+    assert {p.name for p in home.inbox.iterdir()} == accounted
+    again = land_and_process(defs, instance, raise_on_error=True)  # quarantined once, not at every scan
+    assert not again.batches
+
+
 def test_warehouse_rejects_a_frame_with_rows_of_another_batch(home):
     import polars as pl
     import pytest

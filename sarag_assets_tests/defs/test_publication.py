@@ -24,6 +24,7 @@ from sarag_assets.core.indices.store import TABLES, IndexStore
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets.query.engine import HomeNotReady, Sarag, StateRetired
 from sarag_assets.query.sql import run_select
+from sarag_assets.settings import Home
 from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat
 
@@ -158,14 +159,62 @@ def test_a_damaged_publication_gives_one_line_and_materialize_publishes_again(ho
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
     land_and_process(defs, instance, raise_on_error=True)
     pointer = publication.folder(home) / publication.CURRENT
-    for damage in ("missing-state\n", "../../etc\n", ""):
-        pointer.write_text(damage)
-        for argv in (["search", "--home", str(home.root), "printer"], ["sql", "--home", str(home.root), "SELECT 1"]):
-            assert main(argv) == 2
+    for damage in (b"missing-state\n", b"../../etc\n", b"", b"\x00\xff garbage\n"):
+        pointer.write_bytes(damage)
+        for argv in (["search", "--home", str(home.root), "printer"], ["ask", "--home", str(home.root), "printer"],
+                     ["show", "--home", str(home.root), "w1-0"], ["sql", "--home", str(home.root), "SELECT 1"]):
+            assert main(argv) == 2, (damage, argv)
             err = capsys.readouterr().err.strip()
             assert err.count("\n") == 0 and err.startswith("sarag: error: ") and "sarag materialize" in err, err
-    again = land_and_process(defs, instance, raise_on_error=True)
+    again = land_and_process(defs, instance, raise_on_error=True)  # after the last damage: bytes, not text
     assert again.published and publication.current(home).id == again.published
+
+
+def _answers(home) -> tuple:
+    with Sarag(home) as reader:
+        return (reader.sql("SELECT count(*) FROM current_dialogue_versions").rows,
+                [h.dialogue_id for h in reader.search("my printer jams on every page", k=3)])
+
+
+def test_the_advice_for_a_damaged_home_works_moving_its_stores_aside_rebuilds_them(home, instance, defs, capsys):
+    """What every damage message says to run: move warehouse.duckdb and lancedb/ aside, `sarag materialize`."""
+    import shutil
+
+    write_jsonl(home.inbox / "week1.jsonl", WEEK1)
+    first = land_and_process(defs, instance, raise_on_error=True)
+    before = _answers(home)
+    aside = home.root.parent / "aside"
+    aside.mkdir()
+    shutil.move(str(home.warehouse), str(aside / "warehouse.duckdb"))
+    shutil.move(str(home.lancedb), str(aside / "lancedb"))
+    rebuilt = land_and_process(defs, instance, raise_on_error=True)
+    assert not rebuilt.failed and rebuilt.published and rebuilt.published != first.published
+    assert rebuilt.batches == first.batches  # landed again from their snapshots, by the same keys
+    assert any("missing from the warehouse" in p for p in rebuilt.problems)
+    assert _answers(home) == before
+    again = land_and_process(defs, instance, raise_on_error=True)  # and then nothing is redone
+    assert not again.batches and not again.indexed and not again.published
+
+
+def test_a_lancedb_folder_from_elsewhere_is_named_not_served(home, instance, defs, tmp_path, monkeypatch, capsys):
+    """Another home's LanceDB folder has the same table versions but other rows: the published state's
+    record says how many rows each pinned version holds, and readers check it."""
+    import shutil
+
+    write_jsonl(home.inbox / "week1.jsonl", WEEK1)
+    land_and_process(defs, instance, raise_on_error=True)
+    other = Home(tmp_path / "other").ensure()
+    monkeypatch.setenv("SARAG_HOME", str(other.root))
+    write_jsonl(other.inbox / "week1.jsonl", WEEK1[:2])
+    with dg.instance_for_test() as elsewhere:
+        land_and_process(defs, elsewhere, raise_on_error=True)
+    monkeypatch.setenv("SARAG_HOME", str(home.root))
+    shutil.rmtree(home.lancedb)
+    shutil.copytree(other.lancedb, home.lancedb)
+    for argv in (["search", "--home", str(home.root), "printer"], ["ask", "--home", str(home.root), "printer"]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.count("\n") == 0 and "replaced or damaged" in err and "sarag materialize" in err, err
 
 
 def _materialize(home, dagster_home: Path) -> subprocess.Popen:

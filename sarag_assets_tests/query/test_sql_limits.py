@@ -56,10 +56,28 @@ def test_pragmas_and_other_statements_are_refused_by_their_own_name(warehouse, s
 
 @pytest.mark.parametrize("statement", [
     "SELECT path FROM duckdb_databases()", "SELECT * FROM pragma_database_list()",
-    "SELECT * FROM duckdb_settings()", "SELECT current_setting('temp_directory')"])
+    "SELECT * FROM duckdb_settings()", "SELECT current_setting('temp_directory')",
+    # a statement built from strings would run past the check by name
+    "FROM query('select path from duckdb_'||'databases')", "SELECT * FROM query_table('duckdb_'||'databases')",
+    "SELECT * FROM QUERY ('select 1')"])
 def test_system_functions_that_show_server_paths_are_refused(warehouse, statement):
     with pytest.raises(SqlRefused, match="the server's own files or settings"):
         run_select(warehouse, statement)
+
+
+def test_a_result_holding_the_servers_path_is_refused(warehouse):
+    folder = str(warehouse.resolve().parent)
+    with pytest.raises(SqlRefused, match="the result holds the server's own file paths"):
+        run_select(warehouse, f"SELECT '{folder}' || '/warehouse.duckdb' AS p")
+    assert run_select(warehouse, "SELECT 'query' AS query").rows == [("query",)]  # a word, not the function
+
+
+def test_a_result_larger_than_the_memory_limit_is_stopped(warehouse):
+    # each row is small for DuckDB to compute, but 10 MB once it is a Python string
+    with pytest.raises(SqlLimitExceeded, match=r"more than 100MB of memory .*sql_memory_limit"):
+        run_select(warehouse, "SELECT repeat('x', 10000000) FROM range(150)",
+                   limits=SqlLimits(timeout_s=600, memory_limit="100MB"))
+    assert run_select(warehouse, "SELECT max(i) FROM t").rows == [(49,)]
 
 
 def test_error_messages_name_no_server_path(warehouse):

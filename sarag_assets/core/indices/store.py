@@ -176,6 +176,7 @@ class IndexStore:
         write_timeout_s: float = 120.0,
         storage_options: dict[str, str] | None = None,
         versions: dict[str, int] | None = None,
+        pinned_rows: dict[str, int] | None = None,
         keep_versions_since: datetime | None = None,
     ):
         if ann_index_type not in ("IVF_PQ", "IVF_HNSW_SQ"):
@@ -196,6 +197,7 @@ class IndexStore:
         if versions is not None and not read_only:
             raise ValueError("a store pinned to table versions is for reading only")
         self.versions = dict(versions) if versions is not None else None
+        self.pinned_rows = dict(pinned_rows) if pinned_rows is not None else None  # what each pinned version holds
         self.keep_versions_since = keep_versions_since
         self._db = None
         self._tables: dict[str, Any] = {}
@@ -251,7 +253,14 @@ class IndexStore:
                 handle.checkout(self.versions[table])
             except (ValueError, RuntimeError, OSError) as exc:
                 raise MissingIndex(f"version {self.versions[table]} of the LanceDB table {table!r}, which the "
-                                   f"published state names, cannot be read ({type(exc).__name__})") from None
+                                   f"published state names, cannot be read ({type(exc).__name__}): the lancedb "
+                                   "folder was replaced or damaged") from None
+            expected = (self.pinned_rows or {}).get(table)
+            if expected is not None and (held := handle.count_rows()) != expected:
+                # the same version number in another folder (another home's, a rebuilt one) holds other rows
+                raise MissingIndex(f"the LanceDB table {table!r} holds {held} rows at version {self.versions[table]}, "
+                                   f"where the published state recorded {expected}: the lancedb folder was "
+                                   "replaced or damaged")
         if not self.read_only and not _primary_key(handle.schema):
             try:  # a table made before the key was declared
                 handle.set_unenforced_primary_key("id")

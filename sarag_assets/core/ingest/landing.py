@@ -21,6 +21,9 @@ from sarag_assets.settings import Home
 
 # Files still being written or hidden by tools are not landed.
 _IGNORED_SUFFIXES = (".part", ".tmp", ".crdownload", ".swp", "~")
+# A file of such a name that has not changed for this long is no longer being written (a stalled download,
+# a backup, a hidden file): it is quarantined with the reason, so that no inbox file goes unaccounted for.
+SETTLED_AFTER_S = 300.0
 
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -62,10 +65,11 @@ class BatchManifest:
     chunk: int
     n_chunks: int
     landed_at: str  # ISO-8601 UTC; a later landing of the same dialogue id supersedes an earlier one
+    refusal: str | None = None  # a file under a name the scanner skips: quarantined whole with this reason
 
     @property
     def run_key(self) -> str:
-        return f"{self.file_hash}:{self.chunk}"
+        return f"{self.file_hash}:{self.chunk}" + (":refused" if self.refusal else "")
 
     def save(self, home: Home) -> Path:
         home.batches.mkdir(parents=True, exist_ok=True)
@@ -115,18 +119,49 @@ def list_inbox(home: Home) -> list[Path]:
     return sorted(files)
 
 
-def skipped_in_inbox(home: Home) -> list[str]:
-    """One line per inbox file the scanner leaves alone (hidden, partial download, editor backup): not
-    quarantined, since a tool may still be writing it, but never silent either."""
+def skipped_files(home: Home) -> list[tuple[Path, str]]:
+    """(path, why) of every inbox file whose name, or a folder's on its path, the scanner does not land."""
     if not home.inbox.exists():
         return []
     out = []
     for path in sorted(home.inbox.rglob("*")):
         rel = path.relative_to(home.inbox)
         reasons = [r for part in rel.parts if (r := skipped_name(part))]
-        if path.is_file() and reasons:
-            out.append(f"inbox/{rel.as_posix()}: not landed: {reasons[0]}; rename it to land it")
+        if reasons and path.is_file():
+            out.append((path, reasons[0]))
     return out
+
+
+def skipped_in_inbox(home: Home, *, now: float | None = None) -> list[str]:
+    """One line per inbox file of a skipped name that may still be written (changed within
+    SETTLED_AFTER_S): not landed yet, and not quarantined yet either, but never silent."""
+    import time
+
+    now = time.time() if now is None else now
+    out = []
+    for path, why in skipped_files(home):
+        try:
+            if now - path.stat().st_mtime >= SETTLED_AFTER_S:
+                continue  # settled: quarantined by the scan
+        except FileNotFoundError:
+            continue
+        out.append(f"inbox/{path.relative_to(home.inbox).as_posix()}: not landed: {why}; rename it to land "
+                   f"it (it is quarantined once unchanged for {SETTLED_AFTER_S:.0f} s)")
+    return out
+
+
+def refuse_file(home: Home, path: Path, why: str) -> BatchManifest:
+    """A batch that quarantines a settled file of a skipped name whole, with the reason (never parsed)."""
+    relative = path.relative_to(home.inbox).as_posix()
+    file_hash, snapshot = snapshot_file(home, path)
+    manifest = BatchManifest(
+        batch_key="refused-" + batch_key_for(relative, file_hash, 0, 1), source_file=relative,
+        snapshot=snapshot.relative_to(home.root).as_posix(), file_hash=file_hash, source_format=None,
+        record_start=0, record_end=1, chunk=0, n_chunks=1,
+        landed_at=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+        refusal=f"not landed: {why}; rename the file to land it")
+    manifest.save(home)
+    return manifest
 
 
 def format_override(home: Home, path: Path, known_formats: tuple[str, ...]) -> str | None:
@@ -266,7 +301,7 @@ def land_file(home: Home, path: Path, *, max_per_batch: int) -> list[BatchManife
 
     relative = path.relative_to(home.inbox).as_posix()
     file_hash, snapshot = snapshot_file(home, path)
-    same_bytes = landed_manifests(home, file_hash)
+    same_bytes = [m for m in landed_manifests(home, file_hash) if m.refusal is None]
     if same_bytes:  # the same content under another name is the same batch, not a second one
         return same_bytes
     override = format_override(home, path, FORMATS)
@@ -294,11 +329,32 @@ class InboxScan:
     problems: list[str]  # files not landed this time: skipped names, or failed (retried on the next scan)
 
 
-def scan_inbox(home: Home, seen: dict[str, list], *, max_per_batch: int) -> InboxScan:
-    """Land every inbox file that is new or whose content changed since `seen` was recorded."""
+def scan_inbox(home: Home, seen: dict[str, list], *, max_per_batch: int, now: float | None = None) -> InboxScan:
+    """Land every inbox file that is new or whose content changed since `seen` was recorded; quarantine
+    every settled file of a name the scanner skips (`refuse_file`)."""
+    import time
+
+    now = time.time() if now is None else now
     manifests: list[BatchManifest] = []
-    problems: list[str] = skipped_in_inbox(home)
+    problems: list[str] = skipped_in_inbox(home, now=now)
     now_seen: dict[str, list] = {}
+    for path, why in skipped_files(home):
+        relative = path.relative_to(home.inbox).as_posix()
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        previous = seen.get(relative)
+        if previous and previous[0] == stat.st_size and previous[1] == stat.st_mtime_ns:
+            now_seen[relative] = previous
+        elif now - stat.st_mtime >= SETTLED_AFTER_S:
+            try:
+                refused = refuse_file(home, path, why)
+            except FileVanished as exc:
+                problems.append(str(exc))
+                continue
+            now_seen[relative] = [stat.st_size, stat.st_mtime_ns, refused.file_hash]
+            manifests.append(refused)
     for path in list_inbox(home):
         relative = path.relative_to(home.inbox).as_posix()
         try:

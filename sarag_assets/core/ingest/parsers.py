@@ -163,6 +163,17 @@ def parse_file(
     return ParsedFile(source, detected, len(conversations) + len(quarantined), conversations, quarantined)
 
 
+def refused_file(path: str | os.PathLike, source_name: str, reason: str) -> ParsedFile:
+    """A file landed only to be quarantined whole (a name the inbox scanner skips): one file-level row with
+    the reason and the file's first bytes; its content is not read as conversations."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(4096)
+    except OSError:
+        head = b""
+    return ParsedFile(source_name, "unknown", 1, [], [_quarantine(source_name, 0, reason, head)])
+
+
 def count_records(
     path: str | os.PathLike, fmt: str | None = None, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
 ) -> int:

@@ -8,13 +8,20 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from datetime import datetime, timezone
 
 import pytest
 
 from sarag_assets.core.ingest import landing
 from sarag_assets.core.ingest.drafts import FORMATS
-from sarag_assets.core.ingest.landing import BatchManifest, copy_into_inbox, landed_manifests, scan_inbox
+from sarag_assets.core.ingest.landing import (
+    SETTLED_AFTER_S,
+    BatchManifest,
+    copy_into_inbox,
+    landed_manifests,
+    scan_inbox,
+)
 from sarag_assets.settings import Home
 from sarag_assets_tests.conftest import conversation, write_jsonl
 from sarag_assets_tests.paths import TEST_DATA
@@ -200,11 +207,31 @@ def test_hidden_and_unfinished_files_are_not_landed_and_each_is_reported(home):
 
     # none is silent: each is named, with why and what to do (they may still be being written)
     assert sorted(p.split(":")[0] for p in scan.problems) == sorted(f"inbox/{n}" for n in skipped)
-    assert all("not landed" in p and p.endswith("rename it to land it") for p in scan.problems)
+    assert all("not landed" in p and "rename it to land it" in p for p in scan.problems)
     assert [m.source_file for m in scan.manifests] == ["sub/visible.jsonl"]
     assert list(scan.seen) == ["sub/visible.jsonl"]
     assert len(every_file(home.landed)) == 1
     assert scan.manifests[0].batch_key.startswith("sub_visible-")
+
+    # once unchanged for SETTLED_AFTER_S, each is quarantined whole with its reason, once
+    later = scan_inbox(home, scan.seen, max_per_batch=10, now=time.time() + SETTLED_AFTER_S + 1)
+    assert later.problems == []
+    assert sorted(m.source_file for m in later.manifests) == sorted(skipped)
+    assert all(m.refusal.startswith("not landed: ") and m.refusal.endswith("rename the file to land it")
+               and m.batch_key.startswith("refused-") for m in later.manifests)
+    assert sorted(later.seen) == sorted([*skipped, "sub/visible.jsonl"])
+    again = scan_inbox(home, later.seen, max_per_batch=10, now=time.time() + SETTLED_AFTER_S + 2)
+    assert again.manifests == [] and again.problems == []
+
+
+def test_a_file_quarantined_under_a_skipped_name_lands_once_renamed(home):
+    partial = write_jsonl(home.inbox / "export.jsonl.part", conversations(2))
+    refused = scan_inbox(home, {}, max_per_batch=10, now=time.time() + SETTLED_AFTER_S + 1)
+    assert [m.refusal is not None for m in refused.manifests] == [True]
+    partial.rename(home.inbox / "export.jsonl")  # the download finished: the same bytes, now landed
+    landed = scan_inbox(home, refused.seen, max_per_batch=10)
+    assert [(m.source_file, m.refusal) for m in landed.manifests] == [("export.jsonl", None)]
+    assert landed.manifests[0].run_key != refused.manifests[0].run_key
 
 
 def test_files_in_no_supported_format_still_land_as_one_batch_each(home):
