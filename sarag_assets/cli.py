@@ -87,6 +87,8 @@ def _print_summary(home, run) -> None:
         print(f"  FAILED {key}")
     for problem in run.problems:
         print(f"  note: {problem}")
+    for retry in run.retried:
+        print(f"  note: a run failed on the workers and was re-executed from its failure: {retry}")
     with warehouse.connect(home.warehouse, read_only=True) as con:
         summary = warehouse.home_summary(con)
     print("current conversations by source format:")
@@ -283,13 +285,13 @@ def _search(engine, query, args) -> int:
         print("no results")
     strength = engine.match_strength(result.query_vector, result.ids())
     origins = engine.origins(result.ids())
-    if result.hits and all(is_weak(strength[h.dialogue_id]) for h in result.hits):
+    if result.hits and all(is_weak(strength[h.dialogue_id], h.matched_columns) for h in result.hits):
         print("nothing matches well: every result is a weak match")
     for hit in result.hits:
         row, origin = hit.row, origins.get(hit.dialogue_id, {})
         outcome = {"true": "resolved"}.get(str(row.get("resolved", "")).lower(),
                                           "not resolved" if "resolved" in row else "outcome unknown")
-        weak = "  (weak match)" if is_weak(strength[hit.dialogue_id]) else ""
+        weak = "  (weak match)" if is_weak(strength[hit.dialogue_id], hit.matched_columns) else ""
         when = origin.get("started_at") or origin.get("landed_at")
         where = " · ".join(str(x) for x in (origin.get("source_file"), when and str(when)[:10]) if x)
         print(f"{hit.rank:>2}. {_visible(hit.dialogue_id)}  [{outcome}]{weak}  {_visible(where)}")
@@ -493,6 +495,30 @@ EXAMPLES = """examples:
 """
 
 
+# What `sarag COMMAND --help` ends with.
+COMMAND_EXAMPLES = {
+    "init": ["sarag init", "sarag init --home /srv/sarag"],
+    "generate": ["sarag generate --n 300 --seed 7 --out gen   # gen/corpus.jsonl, queries.jsonl, truth.jsonl"],
+    "land": ["sarag land ~/exports/tickets.jsonl", "sarag land threads.csv --format turn_csv",
+             "sarag land *.json --home /srv/sarag   # then: sarag materialize"],
+    "materialize": ["sarag materialize", "SARAG_EXECUTOR=celery sarag materialize   # steps on `sarag worker` processes"],
+    "quality": ["sarag quality --n 1000 --seed 1"],
+    "bench-pipeline": ["sarag bench-pipeline --n 10000 --seed 11 --increment 100"],
+    "demo": ["sarag demo", "sarag demo --n 1000 --no-fixtures --home /tmp/demo"],
+    "search": ['sarag search "my VPN drops every hour"', 'sarag search "printer jams" --k 5 --explain',
+               "sarag search --conversation chat.json --json   # a whole conversation: its last turn is asked"],
+    "ask": ['sarag ask "Vantage Backup says license already in use, fix?"', "sarag ask --conversation chat.json"],
+    "show": ["sarag show conv-000218", "sarag show conv-000218 --json"],
+    "sql": ['sarag sql "SELECT product, count(*) FROM conversation_table GROUP BY 1 ORDER BY 2 DESC"',
+            'sarag sql --ask "which products had the most unresolved conversations?"   # needs an LLM'],
+    "serve": ["sarag serve                                   # http://127.0.0.1:8765/",
+              'sarag serve --host 0.0.0.0 --api-key "$KEY"   # reachable from others: set a key'],
+    "worker": ["SARAG_EXECUTOR=celery SARAG_CELERY_BROKER=redis://broker:6379/0 sarag worker --concurrency 2"],
+    "eval": ["sarag eval --corpus corpus.jsonl --queries queries.jsonl --json report.json",
+             "sarag eval --corpus c.jsonl --queries q.jsonl --home /tmp/h --systems sarag,hybrid,dense"],
+}
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -506,7 +532,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sarag", description="Structure-aware RAG over support conversations.",
                                      epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"sarag {_version()}")
-    sub = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    class Sub:  # each command's --help ends with its examples
+        @staticmethod
+        def add_parser(name, **kwargs):
+            examples = "".join(f"\n  {e}" for e in COMMAND_EXAMPLES.get(name, []))
+            return commands.add_parser(name, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                       epilog="examples:" + examples if examples else None, **kwargs)
+
+    sub = Sub()
 
     def with_home(p):
         p.add_argument("--home", help="state directory (default: $SARAG_HOME, else data/)")

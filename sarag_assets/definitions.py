@@ -55,7 +55,7 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
             feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report,
             preference_pairs, retrieval_evaluation,
-        ]),
+        ], owners=[o.strip() for o in settings.asset_owners.split(",")]),
         jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
               optimize_indices_job, publish_job,
               evaluation_job, retrieval_evaluation_job],

@@ -102,11 +102,16 @@ class Settings(BaseModel):
     sql_timeout_s: float = Field(10.0, gt=0, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped")
     sql_memory_limit: str = Field("1GB", min_length=2, description="memory a SQL statement may use (DuckDB's memory_limit, e.g. 512MB, 2GB); nothing spills to disk")
     sql_max_rows: int = Field(1000, gt=0, description="rows a SQL statement returns at most (the answer says when there were more)")
-    executor: Literal["in_process", "celery"] = Field(
-        "in_process", description="where the pipeline's steps run: in_process (one machine) or celery (on `sarag worker` processes; docs/deployment.md)")
+    executor: Literal["in_process", "celery", "k8s"] = Field(
+        "in_process", description="where the pipeline's steps run: in_process (one machine), celery (on `sarag worker` processes) or k8s (a Kubernetes Job per step; docs/deployment.md)")
     celery_broker: str = Field("redis://127.0.0.1:6379/0", min_length=1, description="the Celery broker the runs and the workers share (redis://..., amqp://...)")
     celery_backend: str = Field("", description="the Celery result backend; blank = the broker's URL for redis://, else rpc://")
     parallel_runs: int = Field(4, gt=0, description="with the celery executor, batch runs launched at once (their steps queue on the workers)")
+    k8s_job_image: str = Field("", description="with the k8s executor, the image (sarag installed) each step's Kubernetes Job runs")
+    k8s_home_claim: str = Field("sarag-home", min_length=1, description="with the k8s executor, the ReadWriteMany PersistentVolumeClaim holding the home, mounted at the home's path in every step pod")
+    asset_owners: str = Field("team:support-data", pattern=r"^\s*(team:[\w.-]+|[^@\s,]+@[^@\s,]+)(\s*,\s*(team:[\w.-]+|[^@\s,]+@[^@\s,]+))*\s*$",
+                              description="who owns the assets, as the Dagster UI shows them: e-mail addresses or team:<name>, comma-separated")
+    run_retries: int = Field(1, ge=0, description="with the celery executor, times a failed run is re-executed from its failure (a worker lost mid-step costs a retry of its step)")
     llm: LLMConfig = Field(default_factory=LLMConfig)
 
     @field_validator("governance", "encoder_runtime", "executor", mode="before")
@@ -163,6 +168,8 @@ class Settings(BaseModel):
             raise SettingsError(_one_line(exc, sources)) from None
         if settings.llm.base_url and not settings.llm.model:
             raise SettingsError("SARAG_LLM_MODEL (llm.model) must be set when an LLM base URL is set")
+        if settings.executor == "k8s" and not settings.k8s_job_image.strip():
+            raise SettingsError("SARAG_K8S_JOB_IMAGE (k8s_job_image) must be set when the executor is k8s")
         return settings
 
     @property

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 SNAPSHOT = Path(__file__).parent / "data" / "asset_graph_snapshot.json"
 ROOT = Path(__file__).parent.parent
@@ -72,3 +73,42 @@ def test_every_check_is_described_and_every_table_asset_carries_its_columns(defs
         if name in TABLE_OF:
             schema = node.metadata["dagster/column_schema"]
             assert [c.name for c in schema.columns] == [c for c, _ in warehouse.TABLES[TABLE_OF[name]]]
+
+
+def test_every_asset_names_its_owners_from_the_settings(monkeypatch):
+    from sarag_assets.definitions import build_definitions
+    from sarag_assets.settings import Settings
+
+    default = build_definitions(Settings.load()).resolve_asset_graph()
+    assert {tuple(default.get(k).owners) for k in default.get_all_asset_keys()} == {("team:support-data",)}
+    monkeypatch.setenv("SARAG_ASSET_OWNERS", "team:helpdesk-analytics, ana@example.com")
+    chosen = build_definitions(Settings.load()).resolve_asset_graph()
+    assert {tuple(chosen.get(k).owners) for k in chosen.get_all_asset_keys()} == \
+        {("team:helpdesk-analytics", "ana@example.com")}
+
+
+def test_kubernetes_is_the_same_graph_with_another_executor_and_a_valid_configuration(tmp_path):
+    """Not run on a cluster here: the k8s executor's configuration is checked against dagster-k8s's own schema."""
+    from dagster._config import process_config
+    from dagster_k8s import k8s_job_executor
+
+    from sarag_assets.definitions import build_definitions
+    from sarag_assets.defs.executors import k8s_executor_config
+    from sarag_assets.settings import Settings, SettingsError
+
+    env = {"SARAG_HOME": str(tmp_path / "home"), "SARAG_EXECUTOR": "k8s",
+           "SARAG_K8S_JOB_IMAGE": "registry.example.com/sarag:1.0"}
+    settings = Settings.load(environ=env)
+    on_k8s, here = build_definitions(settings), build_definitions(Settings.load(environ={"SARAG_HOME": env["SARAG_HOME"]}))
+    jobs = sorted(job.name for job in here.resolve_all_job_defs())
+    assert jobs and sorted(job.name for job in on_k8s.resolve_all_job_defs()) == jobs
+    assert {on_k8s.resolve_job_def(name).executor_def.name for name in jobs} == {"k8s"}
+    assert on_k8s.resolve_asset_graph().get_all_asset_keys() == here.resolve_asset_graph().get_all_asset_keys()
+    config = k8s_executor_config(settings)
+    checked = process_config(k8s_job_executor.config_schema.config_type, config)
+    assert checked.success, checked.errors
+    assert config["job_image"] == "registry.example.com/sarag:1.0"
+    assert config["volume_mounts"][0]["mountPath"] == str((tmp_path / "home").resolve())
+    assert config["volumes"][0]["persistentVolumeClaim"]["claimName"] == "sarag-home"
+    with pytest.raises(SettingsError, match="k8s_job_image"):
+        Settings.load(environ={**env, "SARAG_K8S_JOB_IMAGE": ""})

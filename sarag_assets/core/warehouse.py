@@ -3,8 +3,8 @@
 Tables are declared here with their column order and types, and frames are inserted BY NAME, so a
 frame with columns in another order can never shift values into the wrong column. Writing a batch
 replaces exactly that batch's rows in one transaction. DuckDB allows one writer process: callers keep
-connections short (`with connect(path) as con:`), and `connect` waits briefly for a lock held by
-another process instead of failing at once.
+connections short (`with connect(path) as con:`), and `connect` waits for a lock held by another
+process (up to `LOCK_WAIT_S`) instead of failing at once.
 """
 
 from __future__ import annotations
@@ -229,8 +229,16 @@ def conform(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
 
 
+# How long a writer waits for another process's write lock before it fails. The longest holders are the
+# two global steps that read or copy the whole warehouse (`value_mentions`, `staged_state`): about 290 s
+# and 180 s at 1,000,000 conversations by docs/deployment.md's extrapolation. A batch step started
+# meanwhile (a second `sarag materialize`, the daemon's sensors) waits for them instead of failing.
+LOCK_WAIT_S = 600.0
+
+
 @contextmanager
-def connect(path: str | Path, *, read_only: bool = False, wait_s: float = 60.0) -> Iterator[duckdb.DuckDBPyConnection]:
+def connect(path: str | Path, *, read_only: bool = False,
+            wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
     deadline = time.monotonic() + wait_s
     delay = 0.05
     while True:

@@ -1,5 +1,5 @@
 """What the Dagster UI shows about each asset beyond its code: the column schema of the warehouse table it
-writes, and its code version (bump it when the same input would now give a different output)."""
+writes, its code version (bump it when the same input would now give a different output) and its owners."""
 
 import dagster as dg
 
@@ -31,14 +31,15 @@ def column_schema(table: str) -> dg.TableSchema:
         for name, sql in warehouse.TABLES[table]])
 
 
-def _describe(spec: dg.AssetSpec) -> dg.AssetSpec:
+def _describe(spec: dg.AssetSpec, owners: list[str]) -> dg.AssetSpec:
     name = spec.key.to_user_string()
     metadata = dict(spec.metadata or {})
     if name in TABLE_OF:
         metadata["dagster/column_schema"] = column_schema(TABLE_OF[name])
         metadata["dagster/table_name"] = f"warehouse.{TABLE_OF[name]}"
-    return spec.replace_attributes(metadata=metadata, code_version=CODE_VERSIONS[name])
+    return spec.replace_attributes(metadata=metadata, code_version=CODE_VERSIONS[name], owners=owners)
 
 
-def catalogued(assets: list) -> list:
-    return list(dg.map_asset_specs(_describe, assets))
+def catalogued(assets: list, owners: list[str]) -> list:
+    """The assets with their column schemas, code versions and owners (the `asset_owners` setting)."""
+    return list(dg.map_asset_specs(lambda spec: _describe(spec, owners), assets))

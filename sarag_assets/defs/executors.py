@@ -1,4 +1,5 @@
-"""Where the steps run: in this process (one machine, the default) or on Celery workers (`sarag worker`).
+"""Where the steps run: in this process (one machine, the default), on Celery workers (`sarag worker`), or
+as Kubernetes Jobs (dagster-k8s, configured here, not run in this project's tests).
 
 The assets, jobs and checks are the same either way; the settings `executor`, `celery_broker` and
 `celery_backend` choose the executor. The runs' executor and the workers' Celery app are built from the
@@ -150,7 +151,29 @@ def _watched_celery_executor():
     return watched_celery_executor
 
 
+# What a step pod is given from the environment of the process that launches it: the home, the instance's
+# database, and the settings that choose the executor (the rest comes from the home's sarag.toml).
+K8S_ENV_VARS = ["SARAG_HOME", "DAGSTER_PG_URL", "SARAG_EXECUTOR", "SARAG_K8S_JOB_IMAGE", "SARAG_K8S_HOME_CLAIM"]
+
+
+def k8s_executor_config(settings: Settings) -> dict:
+    """dagster-k8s's `k8s_job_executor` configuration: one Kubernetes Job per step, from the settings'
+    image, every pod mounting the home's volume claim at the home's path (ReadWriteMany), as many steps at
+    once as the celery executor's parallel runs."""
+    home = str(settings.home.resolve())
+    return {"job_image": settings.k8s_job_image, "env_vars": K8S_ENV_VARS,
+            "volumes": [{"name": "sarag-home", "persistentVolumeClaim": {"claimName": settings.k8s_home_claim}}],
+            "volume_mounts": [{"name": "sarag-home", "mountPath": home}],
+            "max_concurrent": settings.parallel_runs}
+
+
 def executor_for(settings: Settings) -> dg.ExecutorDefinition:
+    if settings.executor == "k8s":
+        try:
+            from dagster_k8s import k8s_job_executor
+        except ImportError:
+            raise RuntimeError("executor = k8s needs dagster-k8s: pip install 'sarag[k8s]'") from None
+        return k8s_job_executor.configured(k8s_executor_config(settings), name="k8s")
     if settings.executor != "celery":
         return dg.multi_or_in_process_executor
 

@@ -7,7 +7,8 @@ from pydantic import PrivateAttr
 from sarag_assets.core.structuring import governance
 from sarag_assets.settings import Home, Settings
 
-# Every asset that writes DuckDB runs in this pool; dagster.yaml limits it to one at a time.
+# Every asset that writes DuckDB runs in this pool: dagster.yaml limits it to one step at a time on one
+# machine; deploy/dagster.postgres.yaml admits 8, whose commits the warehouse's file lock serializes.
 DUCKDB_POOL = "duckdb_writer"
 
 

@@ -299,6 +299,11 @@ def test_cli_version_and_examples():
     assert version.returncode == 0 and version.stdout.startswith("sarag ")
     helped = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "--help"], capture_output=True, text=True)
     assert "examples:" in helped.stdout and "sarag serve" in helped.stdout
+    from sarag_assets.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for name, parser in commands.items():  # every command's own --help ends with how to call it
+        assert parser.epilog and parser.epilog.startswith("examples:") and f"sarag {name}" in parser.epilog, name
 
 
 def test_serve_binds_this_machine_only_unless_told():
