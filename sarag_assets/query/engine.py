@@ -748,9 +748,8 @@ class RowShares:
 
 
 def is_weak(strength: float | None, matched: list | None = None) -> bool:
-    """A weak match: one that does not stand out from the corpus (`Sarag.match_strength`) and holds none of
-    the values the question names (`Hit.matched_columns`: a hit holding one stands out on it); never for a
-    corpus too small to tell."""
+    """A weak match: it does not stand out from the corpus (`Sarag.match_strength`; never said of a corpus
+    too small to tell) and holds none of the values the question names (`Hit.matched_columns`)."""
     return strength is not None and strength < WEAK_BELOW_SD and not matched
 
 
