@@ -290,7 +290,7 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
 
             # Dagster's own retry: the failed run re-executed from its failure, on the worker that is left
             retries = [r for r in instance.get_runs(filters=dg.RunsFilter(job_name="index_batch_job"))
-                       if r.tags.get("dagster/parent_run_id") == run_id]
+                       if r.parent_run_id == run_id]
             assert len(retries) == 1 and retries[0].status == dg.DagsterRunStatus.SUCCESS
             assert retries[0].tags["dagster/partition"] == failed.tags["dagster/partition"]
             survivor = next(names[p.pid] for p in started if p is not victim)
