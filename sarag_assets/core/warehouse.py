@@ -610,16 +610,28 @@ def current_dialogue_turns(con: duckdb.DuckDBPyConnection) -> dict[str, list[tup
     return out
 
 
-def conversation_origins(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> dict[str, dict]:
-    """Where each current conversation came from and when: source file and format, first and last turn
-    time (None when the source had none), when it landed, and the record's own fields ({} when it has none
-    or the warehouse is from before them)."""
+# The current version's turns of the dialogue ids given as the one parameter: `current_dialogues` for those
+# ids alone. Through the view, the version of every conversation is worked out first (a window over all
+# of raw_dialogues: 80 ms a call at 10,000 conversations); here only those of the ids asked for.
+_CURRENT_TURNS_OF = """
+    WITH asked AS (SELECT * FROM raw_dialogues WHERE dialogue_id IN (SELECT unnest(?))),
+         newest AS (SELECT dialogue_id, batch_key, row_number() OVER (
+                        PARTITION BY dialogue_id ORDER BY landed_at DESC, batch_key DESC) AS rn
+                    FROM (SELECT DISTINCT dialogue_id, batch_key, landed_at FROM asked))
+    SELECT asked.* FROM asked JOIN newest USING (dialogue_id, batch_key) WHERE rn = 1"""
+
+
+def conversation_origins(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str] | None = None) -> dict[str, dict]:
+    """Where each current conversation (of `dialogue_ids`, else every one) came from and when: source file
+    and format, first and last turn time (None when the source had none), when it landed, and the record's
+    own fields ({} when it has none or the warehouse is from before them)."""
     fields = "any_value(source_fields)" if _has_column(con, "raw_dialogues", "source_fields") else "NULL"
+    turns, parameters = ("current_dialogues", []) if dialogue_ids is None else \
+        (f"({_CURRENT_TURNS_OF})", [dialogue_ids])
     rows = con.execute(
         f"""SELECT dialogue_id, any_value(source_file), any_value(source_format), min(ts), max(ts), max(landed_at),
                   count(*), {fields}
-           FROM current_dialogues WHERE dialogue_id IN (SELECT unnest(?)) GROUP BY dialogue_id""",
-        [dialogue_ids]).fetchall()
+           FROM {turns} GROUP BY dialogue_id""", parameters).fetchall()
     return {d: {"source_file": f, "source_format": fmt, "started_at": first, "ended_at": last, "landed_at": landed,
                 "turn_count": n, "fields": json.loads(kept) if kept else {}}
             for d, f, fmt, first, last, landed, n, kept in rows}
@@ -646,5 +658,5 @@ def conversation_turns(con: duckdb.DuckDBPyConnection, dialogue_id: str) -> list
     it as the accepted answer; [] when there is none. A warehouse from before the mark reads false."""
     accepted = "coalesce(accepted, false)" if _has_column(con, "raw_dialogues", "accepted") else "false"
     return con.execute(
-        f"SELECT turn_index, role, speaker, text, ts, {accepted} AS accepted FROM current_dialogues "
-        "WHERE dialogue_id = ? ORDER BY turn_index", [dialogue_id]).pl().to_dicts()
+        f"SELECT turn_index, role, speaker, text, ts, {accepted} AS accepted FROM ({_CURRENT_TURNS_OF}) "
+        "ORDER BY turn_index", [[dialogue_id]]).pl().to_dicts()

@@ -210,6 +210,7 @@ class Sarag:
             self._assignments = warehouse.cluster_assignments(con) if self._cluster_bytes else None
             # none in a home built before value_mentions existed: every value is then trusted fully
             self._mentions = warehouse.value_mention_counts(con)
+            self._origins = warehouse.conversation_origins(con)  # every hit names its own: read once here
         self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
@@ -458,12 +459,8 @@ class Sarag:
 
     def origins(self, dialogue_ids: list[str]) -> dict[str, dict]:
         """Source file, format, first and last turn time and landing time of these conversations."""
-        from sarag_assets.core import warehouse
-
-        if not dialogue_ids:
-            return {}
-        with warehouse.connect(self._published_warehouse(), read_only=True) as con:
-            return warehouse.conversation_origins(con, list(dialogue_ids))
+        self._published_warehouse()  # StateRetired, as for every read of a retired state
+        return {d: self._origins[d] for d in dialogue_ids if d in self._origins}
 
     def conversation(self, dialogue_id: str) -> dict | None:
         """A current conversation as stored (redacted turns), with its table cells and origin; None when
