@@ -408,6 +408,15 @@ def current_dialogue_ids(con: duckdb.DuckDBPyConnection, batch_key: str | None =
         "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [batch_key]).fetchall()}
 
 
+def landed_batch_keys(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """Batches of which the warehouse holds a turn or a quarantine row (none in a new, empty warehouse)."""
+    try:
+        return {k for (k,) in con.execute("SELECT DISTINCT batch_key FROM raw_dialogues UNION "
+                                          "SELECT DISTINCT batch_key FROM quarantine").fetchall()}
+    except duckdb.CatalogException:
+        return set()
+
+
 def current_dialogue_count(con: duckdb.DuckDBPyConnection) -> int:
     """How many conversations are current (the corpus's size), without reading their ids."""
     return int(con.execute("SELECT count(*) FROM current_dialogue_versions").fetchone()[0])

@@ -273,8 +273,6 @@ def _readable_state(defs: dg.Definitions) -> bool:
 def _batches_missing_from_warehouse(defs: dg.Definitions, instance: dg.DagsterInstance, keys: list[str]) -> list[str]:
     """Batches that landed (their ingest run succeeded) and of which the warehouse holds neither a turn nor
     a quarantine row: it was moved aside, replaced or lost."""
-    import duckdb
-
     from sarag_assets.core import warehouse
 
     if not keys:
@@ -283,11 +281,7 @@ def _batches_missing_from_warehouse(defs: dg.Definitions, instance: dg.DagsterIn
     held: set[str] = set()
     if home.warehouse.is_file():
         with warehouse.connect(home.warehouse, read_only=True) as con:
-            try:
-                held = {k for (k,) in con.execute("SELECT DISTINCT batch_key FROM raw_dialogues UNION "
-                                                  "SELECT DISTINCT batch_key FROM quarantine").fetchall()}
-            except duckdb.CatalogException:  # a new, empty warehouse
-                pass
+            held = warehouse.landed_batch_keys(con)
     return [key for key in keys if key not in held and instance.get_runs(filters=dg.RunsFilter(
         job_name="ingest_batch_job", tags={"dagster/partition": key}, statuses=[dg.DagsterRunStatus.SUCCESS]),
         limit=1)]

@@ -335,6 +335,15 @@ def test_failed_conversations_counts_distinct_dialogues_of_a_batch(con):
     assert warehouse.failed_conversations(con, "b3") == 0
 
 
+def test_landed_batch_keys_are_those_holding_a_turn_or_a_quarantine_row(con, path, tmp_path):
+    land(con, "b1", dialogue("b1", "d1", 2, landed_at=T0, content_hash="h1"))
+    warehouse.replace_batch(con, "quarantine", "b2", quarantine_rows("b2", 0))
+    warehouse.replace_batch(con, "raw_dialogues", "b3", frame("raw_dialogues"))
+    assert warehouse.landed_batch_keys(con) == {"b1", "b2"}
+    with warehouse.connect(tmp_path / "new.duckdb") as empty:
+        assert warehouse.landed_batch_keys(empty) == set()
+
+
 def test_latest_cluster_model_is_the_most_recently_fitted(con):
     assert warehouse.latest_cluster_model(con) is None
 
