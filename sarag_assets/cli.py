@@ -399,10 +399,31 @@ def cmd_serve(args) -> int:
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     home = _home(args)
+    _can_listen(args.host, args.port)  # before the model loads: a busy port is one line, not a late traceback
     print(f"sarag serve: http://{args.host}:{args.port}/ (API: /docs){' with an API key' if args.api_key else ''}",
           file=sys.stderr)
+    if not args.api_key and args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"sarag serve: warning: listening on {args.host} without an API key: anyone who reaches this port "
+              "can read the conversations (set --api-key or SARAG_API_KEY)", file=sys.stderr)
     serve(home, host=args.host, port=args.port, api_key=args.api_key)
     return 0
+
+
+def _can_listen(host: str, port: int) -> None:
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as exc:
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            raise CliError(f"cannot listen on {host}:{port}: {exc.strerror} (another `sarag serve`? "
+                           "choose another --port)") from None
 
 
 def cmd_worker(args) -> int:

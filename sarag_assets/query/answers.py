@@ -16,11 +16,15 @@ Evidence for a query (SA-RAG, SDR, cTBLS in one bundle):
 
 An answer offers as a fix only what a retrieved conversation shows worked: its `resolved` cell says the
 asker confirmed it, and its `resolution` cell says what it was. Without an LLM the answer is extractive:
-those fixes, the same fix told in several conversations merged (`SAME_FIX_COSINE`), the one most of them
-agree on first, each sentence with its citations; when none worked it says so, and the answer is not
-supported. With one, the model writes the answer from that evidence only (each row marked with its
-outcome) and must cite evidence ids in every sentence; ids it invents are dropped, and the answer is
-supported only when the model says so and every sentence cites known evidence.
+those fixes, the same fix told in several conversations merged (`SAME_FIX_COSINE`), ordered by their
+conversations' votes weighted by rank (1/rank each: agreement counts, but two conversations far down the
+list do not outvote the closest one); the fix's sentences cite the conversation whose words they are, and
+the sentence saying where it worked cites every conversation that agrees. When the closest conversation
+records that it was not resolved, the answer says so first. When none worked it says so, and the answer
+is not supported. With an LLM, the model writes the answer from that evidence only (each row marked with
+its outcome) and must cite evidence ids in every sentence; ids it invents are dropped, and the answer is
+supported only when the model says so, every sentence cites known evidence, and it cites a conversation
+whose fix was confirmed.
 """
 
 from __future__ import annotations
@@ -85,8 +89,15 @@ class Evidence:
     cells: list[CellEvidence]
 
     def ids(self) -> set[str]:
-        return ({r["dialogue_id"] for r in self.rows} | {t.cite for t in self.triples}
-                | {n.cite for n in self.nodes} | {c.cite for c in self.cells})
+        return set(self.conversations())
+
+    def conversations(self) -> dict[str, str]:
+        """Each evidence id and the conversation it comes from (an id is never parsed: a conversation's
+        own id may hold ':' or '#')."""
+        out = {r["dialogue_id"]: r["dialogue_id"] for r in self.rows}
+        for item in (*self.triples, *self.nodes, *self.cells):
+            out.setdefault(item.cite, item.dialogue_id)
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         def plain(items):
@@ -229,20 +240,23 @@ def outcome(row: dict[str, str]) -> bool | None:
 
 def confirmed_fixes(rows: list[dict[str, Any]], embedder) -> list[Fix]:
     """The fixes that worked in the retrieved conversations (resolved, with a resolution), the same fix
-    told by several merged; the one most conversations agree on first, then by the best rank."""
-    worked = [(r["dialogue_id"], " ".join(str(r["row"]["resolution"]).split())) for r in rows
+    told by several merged, each group's words those of its best-ranked conversation. Groups are ordered by
+    their conversations' votes, each 1/rank (then by the best rank): a fix several close conversations
+    agree on comes first, but conversations far down the list do not outvote the closest one."""
+    worked = [(rank, r["dialogue_id"], " ".join(str(r["row"]["resolution"]).split()))
+              for rank, r in enumerate(rows, start=1)
               if outcome(r["row"]) and str(r["row"].get("resolution") or "").strip()]
     if not worked:
         return []
-    vectors = np.asarray(embedder.encode([text for _, text in worked]), dtype=np.float32)
+    vectors = np.asarray(embedder.encode([text for _, _, text in worked]), dtype=np.float32)
     vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
     similar = vectors @ vectors.T >= SAME_FIX_COSINE
     groups: list[list[int]] = []
     for i in range(len(worked)):  # each joins the first group whose first fix it repeats
         home = next((g for g in groups if similar[g[0], i]), None)
         (home.append(i) if home is not None else groups.append([i]))
-    groups.sort(key=lambda g: (-len(g), g[0]))
-    return [Fix(worked[g[0]][1], [worked[i][0] for i in g]) for g in groups]
+    groups.sort(key=lambda g: (-sum(1.0 / worked[i][0] for i in g), g[0]))
+    return [Fix(worked[g[0]][2], [worked[i][1] for i in g]) for g in groups]
 
 
 def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, weak: set[str] = frozenset()) -> Answer:
@@ -257,11 +271,16 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, we
     # a second fix only when several conversations show it worked: one conversation far down the list is not
     fixes = fixes[:1] + [f for f in fixes[1:2] if len(f.dialogue_ids) > 1]
     parts, citations = [], []
+    if fixes and close and outcome(close[0]["row"]) is False and close[0]["dialogue_id"] not in fixes[0].dialogue_ids:
+        closest = close[0]["dialogue_id"]  # the best match failed: the asker should know before any other fix
+        parts.append(f"The closest conversation, {closest}, was not resolved [{closest}].")
+        citations.append(closest)
     for n, fix in enumerate(fixes):
         where = f"{len(fix.dialogue_ids)} of the {len(ids)} similar conversations" if len(fix.dialogue_ids) > 1 \
             else "1 of the similar conversations"
         label = "What worked" if n == 0 else "Also worked"
-        parts.append(_each_sentence_cited(f"{label} ({where}): {_clip(fix.text)}", fix.dialogue_ids))
+        agreeing = f" [{', '.join(fix.dialogue_ids)}]" if len(fix.dialogue_ids) > 1 else ""
+        parts.append(f"{label} in {where}{agreeing}: " + _each_sentence_cited(_clip(fix.text), fix.dialogue_ids[:1]))
         citations.extend(fix.dialogue_ids)
     if not fixes:
         closest = ids[:3]
@@ -324,16 +343,22 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
     data = f"QUESTION:\n{question}\n\nEVIDENCE:\n{evidence.as_prompt()}"
     result = llm.complete(system=ANSWER_SYSTEM, user_data=data, response_model=GroundedAnswer,
                           task="grounded_answer", data_tag="evidence")
-    known = evidence.ids()
+    known = evidence.conversations()
     cited = [c.strip().strip("[]") for c in result.citations]
-    valid = [c for c in dict.fromkeys(cited) if c in known]
-    dropped = [c for c in cited if c not in known]
+    in_text = [c.strip() for group in _CITE.findall(result.answer) for c in group.split(",")]
+    valid = [c for c in dict.fromkeys(cited + in_text) if c in known]
+    dropped = [c for c in dict.fromkeys(cited) if c not in known]
     if dropped:
         notes = notes + [f"dropped citations not in the evidence: {', '.join(dropped[:5])}"]
-    uncited = uncited_sentences(result.answer, known)
+    uncited = uncited_sentences(result.answer, set(known))
     if uncited:
         notes = notes + [f"{len(uncited)} sentence(s) of the answer cite no evidence"]
-    supported = bool(result.supported and valid and not uncited)
+    # a fix is offered only from a conversation whose fix was confirmed: the model's word is not enough
+    rows = {r["dialogue_id"]: r["row"] for r in evidence.rows}
+    confirmed = any(outcome(rows.get(known[c], {})) for c in valid)
+    if result.supported and valid and not confirmed:
+        notes = notes + ["the answer cites no conversation whose fix was confirmed to have worked"]
+    supported = bool(result.supported and valid and not uncited and confirmed)
     return Answer(result.answer.strip(), valid, supported, f"llm/{llm.settings.model}", evidence, notes)
 
 
@@ -346,9 +371,18 @@ def uncited_sentences(text: str, known: set[str]) -> list[str]:
             if not any(c.strip() in known for group in _CITE.findall(s) for c in group.split(","))]
 
 
+_ENDS_WITH_LIST_MARKER = re.compile(r"(?:^|\s)\d{1,2}\.$")
+
+
 def _sentences(text: str) -> list[str]:
-    """The answer's sentences; a citation bracket after the full stop belongs to the sentence before."""
-    parts = re.split(r"(?<=[.!?])\s+(?!\[)", text.strip())
+    """The answer's sentences; a citation bracket after the full stop belongs to the sentence before, and
+    a list item's number ("1.") to its item."""
+    parts: list[str] = []
+    for part in re.split(r"(?<=[.!?])\s+(?!\[)", text.strip()):
+        if parts and _ENDS_WITH_LIST_MARKER.search(parts[-1]):
+            parts[-1] += " " + part
+        else:
+            parts.append(part)
     return [p for p in parts if re.search(r"\w", _CITE.sub("", p))]
 
 

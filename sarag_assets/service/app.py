@@ -19,10 +19,11 @@ import time
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi import Depends, FastAPI, HTTPException, Request, Security
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, Field, StringConstraints
 
 from sarag_assets.query.engine import is_weak
@@ -31,6 +32,7 @@ from sarag_assets.settings import Home
 log = logging.getLogger("sarag.serve")
 
 MAX_K = 50
+MAX_ASK_K = 10
 MAX_TURNS = 200
 MAX_TEXT = 20_000
 _CELLS = ("problem", "resolution", "resolved")
@@ -57,14 +59,21 @@ class QueryIn(BaseModel):
     """A question, or a whole conversation (oldest turn first; its last turn is what is asked now)."""
 
     query: Question | Conversation = Field(..., description="a question, or a conversation as a list of turns")
-    k: int = Field(10, ge=1, le=MAX_K, description="how many past conversations")
 
     def as_query(self):
         return self.query if isinstance(self.query, str) else [t.model_dump() for t in self.query]
 
 
 class SearchIn(QueryIn):
-    explain: bool = Field(False, description="add each channel's rank and score (how the ranking was fused)")
+    k: int = Field(10, ge=1, le=MAX_K, description="how many past conversations")
+    # strict: JSON Schema's boolean is true or false, not 0 or "yes" (its integer does take 18.0)
+    explain: bool = Field(False, strict=True,
+                          description="add each channel's rank and score (how the ranking was fused)")
+
+
+class AskIn(QueryIn):
+    # the page, the CLI and the Python API answer from the 5 closest conversations; so does the API
+    k: int = Field(5, ge=1, le=MAX_ASK_K, description="how many past conversations the answer reads")
 
 
 class Matched(BaseModel):
@@ -253,17 +262,18 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         lifespan=_lifespan(engines))
     app.state.engines = engines
 
-    def authorized(request: Request) -> None:
-        if not api_key:
-            return
-        given = request.headers.get("x-api-key") or ""
-        bearer = request.headers.get("authorization", "")
-        if bearer.lower().startswith("bearer "):
-            given = given or bearer[7:].strip()
+    # declared as security schemes, so that the API's description (and /docs) knows the key
+    key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the service's API key")
+    bearer = HTTPBearer(auto_error=False, description="the service's API key as a bearer token")
+
+    # defaults, not Annotated: the annotations are strings (PEP 563) and these schemes are local names
+    def authorized(key: str | None = Security(key_header),
+                   token: HTTPAuthorizationCredentials | None = Security(bearer)) -> None:
+        given = key or (token.credentials if token is not None else "") or ""
         if not hmac.compare_digest(given.encode(), api_key.encode()):
             raise HTTPException(401, "a missing or wrong API key (X-API-Key or Authorization: Bearer)")
 
-    guarded = [Depends(authorized)]
+    guarded = [Depends(authorized)] if api_key else []
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException):
@@ -302,10 +312,11 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         return SearchOut(published_state=result.published_state, notes=result.query.notes, hits=hits)
 
     @app.post("/api/ask", response_model=AskOut, dependencies=guarded, responses=ERRORS)
-    def ask(body: QueryIn) -> AskOut:
+    def ask(body: AskIn) -> AskOut:
         engine = engines.engine()
-        answer = _answering(lambda: engine.answer(body.as_query(), k=min(body.k, 10)), home)
-        citations = [Citation(id=c, dialogue_id=c.split("#")[0].split(":")[0]) for c in answer.citations]
+        answer = _answering(lambda: engine.answer(body.as_query(), k=body.k), home)
+        of = answer.evidence.conversations()
+        citations = [Citation(id=c, dialogue_id=of.get(c, c)) for c in answer.citations]
         return AskOut(published_state=engine.publication.id, answer=answer.text, supported=answer.supported,
                       generated_by=answer.generated_by, citations=citations, notes=answer.notes)
 
@@ -316,7 +327,8 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         return SqlOut(published_state=engine.publication.id, columns=result.columns,
                       rows=[[_plain(v) for v in row] for row in result.rows], truncated=result.truncated)
 
-    @app.get("/api/conversations/{dialogue_id}", response_model=ConversationOut, dependencies=guarded,
+    # `:path`: a conversation id may hold a slash ("forum/thread/42"), sent encoded or not
+    @app.get("/api/conversations/{dialogue_id:path}", response_model=ConversationOut, dependencies=guarded,
              responses={**ERRORS, 404: {"model": ErrorOut, "description": "no current conversation of that id"}})
     def conversation(dialogue_id: str) -> ConversationOut:
         engine = engines.engine()

@@ -118,18 +118,22 @@ function date(value) { return value ? new Date(value).toLocaleDateString() : nul
 // the conversation's own first time when the source gives one, else the day it landed, said as such
 function when(c) { return c.started_at ? date(c.started_at) : c.landed_at ? "landed " + date(c.landed_at) : null; }
 
-function citeLink(id) {
-  const dialogueId = id.split("#")[0].split(":")[0];
-  return el("a", { href: "#" + dialogueId, "data-cite": id,
-                   onclick: (e) => { e.preventDefault(); openConversation(dialogueId); } }, id);
+function citeLink(citation) {
+  return el("a", { href: "#" + encodeURIComponent(citation.dialogue_id), "data-cite": citation.id,
+                   "data-id": citation.dialogue_id,
+                   onclick: (e) => { e.preventDefault(); openConversation(citation.dialogue_id); } }, citation.id);
 }
 
-// the answer's text, each id in its [citations] a link to that conversation
-function withCitations(text) {
+// the answer's text, each id of its [citations] that the answer cites a link to its conversation; other
+// bracketed text (a redaction placeholder such as [EMAIL]) stays text
+function withCitations(text, citations) {
+  const byId = new Map(citations.map((c) => [c.id, c]));
   const nodes = []; let last = 0;
   for (const m of text.matchAll(/\\[([^\\[\\]]+)\\]/g)) {
+    const ids = m[1].split(",").map((id) => id.trim());
+    if (!ids.every((id) => byId.has(id))) continue;
     nodes.push(text.slice(last, m.index), "[");
-    m[1].split(",").map((id) => id.trim()).forEach((id, i) => { if (i) nodes.push(", "); nodes.push(citeLink(id)); });
+    ids.forEach((id, i) => { if (i) nodes.push(", "); nodes.push(citeLink(byId.get(id))); });
     nodes.push("]"); last = m.index + m[0].length;
   }
   nodes.push(text.slice(last));
@@ -160,9 +164,10 @@ function renderHit(hit) {
   return item;
 }
 
-async function search() {
+async function search(keepAnswer) {
   const input = readInput();
   if (!input.query.length) { $("question").focus(); return; }
+  if (!keepAnswer) $("answer").replaceChildren();  // an answer belongs to the question it answered
   $("status").textContent = "Searching…"; $("status").className = "meta";
   try {
     const data = await api("/api/search", { ...input, k: 10 });
@@ -183,11 +188,11 @@ async function answer() {
     const data = await api("/api/ask", { ...input, k: 5 });
     showState(data.published_state);
     const cites = el("div", { class: "meta" }, data.citations.length ? "Evidence: " : "No evidence cited.");
-    data.citations.forEach((c, i) => { if (i) cites.append(", "); cites.append(citeLink(c.id)); });
-    box.replaceChildren(el("div", { class: "answer" }, ...withCitations(data.answer),
+    data.citations.forEach((c, i) => { if (i) cites.append(", "); cites.append(citeLink(c)); });
+    box.replaceChildren(el("div", { class: "answer" }, ...withCitations(data.answer, data.citations),
       el("div", { class: "meta" }, data.supported ? "Every statement is backed by the cited evidence." :
                                               "The evidence does not answer this.")), cites);
-    search();
+    search(true);
   } catch (error) { box.replaceChildren(el("p", { class: "error" }, error.message)); }
 }
 
@@ -208,10 +213,10 @@ async function openConversation(id) {
   } catch (error) { box.replaceChildren(el("p", { class: "error" }, error.message)); }
 }
 
-$("ask-form").addEventListener("submit", (e) => { e.preventDefault(); search(); });
+$("ask-form").addEventListener("submit", (e) => { e.preventDefault(); search(false); });
 $("answer-button").addEventListener("click", answer);
 $("question").addEventListener("keydown", (e) => {
-  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); search(); }
+  if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); search(false); }
 });
 api("/api/health").then((h) => showState(h.published_state)).catch(() => showState(null));
 </script>

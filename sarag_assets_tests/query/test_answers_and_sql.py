@@ -48,9 +48,68 @@ def test_an_answer_offers_only_fixes_that_worked_and_says_so_when_none_did(engin
             none += 1
             assert answer.text.startswith(("None of the", "Nothing in this home matches"))
     assert offered >= 20  # most questions have a fix that worked among their similar conversations
-    # a fix several conversations agree on comes first
-    agreed = [a.fixes for a in (engine.answer(q["turns"]) for q in generated_queries[:40]) if len(a.fixes) > 1]
-    assert all(len(f[0].dialogue_ids) >= len(f[1].dialogue_ids) for f in agreed)
+
+
+def _rows(*specs):
+    """Evidence rows, best-ranked first, from (dialogue id, resolved, resolution)."""
+    return [{"dialogue_id": d, "score": 1.0, "row": {"problem": "p", "resolved": resolved, "resolution": fix}}
+            for d, resolved, fix in specs]
+
+
+REINSTALL = "Reinstall the printer driver from the vendor's site, then print a test page."
+RESET = "Reset the router to its factory settings and set up the wireless network again."
+
+
+def test_the_closest_conversation_is_not_outvoted_by_two_far_down_the_list(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    rows = _rows(("c1", "true", REINSTALL), ("c2", "false", "Opened a case."), ("c3", None, None),
+                 ("c4", "true", RESET), ("c5", "true", RESET))
+    answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
+    assert [f.dialogue_ids for f in answer.fixes] == [["c1"], ["c4", "c5"]]  # 1/1 against 1/4 + 1/5
+    assert answer.text.startswith("What worked in 1 of the similar conversations: Reinstall")
+    assert "Also worked in 2 of the 5 similar conversations [c4, c5]: Reset" in answer.text
+
+
+def test_a_fix_close_conversations_agree_on_comes_first(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    rows = _rows(("c1", "true", RESET), ("c2", "true", REINSTALL), ("c3", "true", RESET))
+    answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
+    assert [f.dialogue_ids for f in answer.fixes] == [["c1", "c3"]]  # 1/1 + 1/3 against 1/2; c2 alone is not shown
+    # the fix's sentences cite the conversation whose words they are; where it worked cites both
+    assert answer.text == ("What worked in 2 of the 3 similar conversations [c1, c3]: Reset the router to its factory "
+                           "settings and set up the wireless network again. [c1]")
+    assert answer.supported and answer.citations == ["c1", "c3"]
+
+
+def test_when_the_closest_conversation_was_not_resolved_the_answer_says_so_first(engine):
+    from sarag_assets.query.answers import Evidence, extractive_answer
+
+    rows = _rows(("c1", "false", "Please install the pending updates; I opened a case."), ("c2", "true", REINSTALL))
+    answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
+    assert answer.text.splitlines()[0] == "The closest conversation, c1, was not resolved [c1]."
+    assert answer.fixes[0].dialogue_ids == ["c2"] and answer.supported
+    assert not uncited_sentences(answer.text, {"c1", "c2"})
+
+
+def test_a_list_items_number_stays_with_its_item():
+    from sarag_assets.query.answers import _sentences
+
+    assert _sentences("Follow these steps: 1. Flush the cache. 2. Restart it. Update to 6.1.8. Done [c1].") == [
+        "Follow these steps: 1. Flush the cache.", "2. Restart it.", "Update to 6.1.8.", "Done [c1]."]
+
+
+def test_an_evidence_id_names_its_conversation_without_being_parsed():
+    from sarag_assets.query.answers import CellEvidence, Evidence, NodeEvidence, Triple
+
+    evidence = Evidence(_rows(("ZD:4711", "true", RESET), ("forum/thread#42", None, None)),
+                        [Triple("v", "product", "x", "ZD:4711", 1)],
+                        [NodeEvidence("forum/thread#42", "n1", "i", "a", 0, 1, 0.5, True)],
+                        [CellEvidence("ZD:4711", "model", "m", 0.3)])
+    assert evidence.conversations() == {"ZD:4711": "ZD:4711", "forum/thread#42": "forum/thread#42",
+                                        "ZD:4711:product": "ZD:4711", "forum/thread#42#n1": "forum/thread#42",
+                                        "ZD:4711:model": "ZD:4711"}
 
 
 def test_a_question_nothing_matches_gets_no_fix(engine):
@@ -194,24 +253,31 @@ def test_llm_answer_from_evidence_only_and_invented_citations_are_dropped(built_
     assert query["turns"][-1]["text"] in user
 
 
-@pytest.mark.parametrize("sentences, supported", [
-    (["Use the fix from {id} [{id}].", "It worked there [{id}]."], True),
-    (["Use the fix from {id} [{id}].", "It always works."], False),  # a sentence no evidence backs
+@pytest.mark.parametrize("sentences, outcome, supported, note", [
+    (["Use the fix from {id} [{id}].", "It worked there [{id}]."], "fix confirmed", True, None),
+    (["Use the fix from {id} [{id}].", "It always works."], "fix confirmed", False,  # a sentence no evidence backs
+     "cite no evidence"),
+    # every sentence cited, but the fix comes from a conversation where it was not confirmed to work
+    (["Use the fix from {id} [{id}].", "It worked there [{id}]."], "(?:NOT confirmed|unknown)", False,
+     "cites no conversation whose fix was confirmed"),
 ])
-def test_llm_answer_is_supported_only_when_every_sentence_cites_evidence(built_home, sentences, supported):
+def test_llm_answer_is_supported_only_when_every_sentence_cites_evidence_of_a_fix_that_worked(
+        built_home, sentences, outcome, supported, note):
     with FakeOpenAIServer() as server:
         def respond(request):
-            real = request["messages"][-1]["content"].split("[", 1)[1].split("]", 1)[0]
-            return Behaviour.answer({"answer": " ".join(x.format(id=real) for x in sentences), "supported": True,
-                                     "citations": [real]})
+            prompt = request["messages"][-1]["content"]
+            cited = re.search(r"^\[([^\]]+)\] outcome: " + outcome + ";", prompt, re.M).group(1)
+            return Behaviour.answer({"answer": " ".join(x.format(id=cited) for x in sentences), "supported": True,
+                                     "citations": [cited]})
 
         server.set_responder(respond)
         with Sarag(built_home, llm=_llm(server)) as engine:
-            answer = engine.answer("my printer jams on every page")
-        prompt = server.requests[0]["messages"][-1]["content"]
+            # the first turn names what the second asks about: fixed and unfixed conversations both come up
+            answer = engine.answer("my printer jams on every page", k=10)
     assert answer.supported is supported
-    assert ("cite no evidence" in " ".join(answer.notes)) is not supported
-    assert "outcome: fix confirmed" in prompt or "outcome: NOT confirmed" in prompt
+    notes = " ".join(answer.notes)
+    for expected in ("cite no evidence", "cites no conversation whose fix was confirmed"):
+        assert (expected in notes) is (expected == note), notes
 
 
 def test_llm_saying_the_evidence_does_not_answer_is_kept(built_home):

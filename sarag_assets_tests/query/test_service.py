@@ -227,27 +227,42 @@ def test_the_openapi_description_lists_every_route(service):
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(service):
     import schemathesis
     from hypothesis import HealthCheck, given, settings
+    from hypothesis.errors import Unsatisfiable
+    from schemathesis.generation import GenerationMode
     from schemathesis.specs.openapi.checks import positive_data_acceptance
 
     schema = schemathesis.openapi.from_url(service.url + "/openapi.json")
-    failures = []
-    for operation in schema.get_all_operations():
-        operation = operation.ok()
+    assert schema.raw_schema["components"]["securitySchemes"]  # /docs can send the key
+    failures, calls, refused = [], 0, set()
+    # valid requests (answered, never a 5xx, the answer as described) and invalid ones (refused with a 4xx)
+    for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+        for operation in schema.get_all_operations():
+            operation = operation.ok()
 
-        @settings(max_examples=25, deadline=None, database=None,
-                  suppress_health_check=list(HealthCheck))
-        @given(case=operation.as_strategy())
-        def check(case):
-            # a SELECT the schema admits may still be refused (a write, a syntax error): 400 is the answer
-            excluded = [positive_data_acceptance] if case.path == "/api/sql" else []
+            @settings(max_examples=25, deadline=None, database=None,
+                      suppress_health_check=list(HealthCheck))
+            @given(case=operation.as_strategy(generation_mode=mode))
+            def check(case):
+                nonlocal calls
+                calls += 1
+                # a SELECT the schema admits may still be refused (a write, a syntax error): 400 is the answer
+                excluded = [positive_data_acceptance] if case.path == "/api/sql" else []
+                try:
+                    case.call_and_validate(headers=service.headers(), timeout=120, excluded_checks=excluded)
+                    if mode == GenerationMode.NEGATIVE:
+                        refused.add(case.path)
+                except Exception as exc:  # noqa: BLE001 - collected, reported together below
+                    failures.append(f"{mode.value} {case.method} {case.formatted_path} {json.dumps(case.body)[:200]}"
+                                    f": {str(exc)[:400]}")
+
             try:
-                case.call_and_validate(headers=service.headers(), timeout=120, excluded_checks=excluded)
-            except Exception as exc:  # noqa: BLE001 - collected, reported together below
-                failures.append(f"{case.method} {case.formatted_path} {json.dumps(case.body)[:200]}: "
-                                f"{str(exc)[:400]}")
-
-        check()
-    assert not failures, "\n".join(failures[:5])
+                check()
+            except Unsatisfiable:  # nothing in the request can be made invalid (health takes no input, an id
+                # is any string)
+                assert mode == GenerationMode.NEGATIVE and operation.path in (
+                    "/api/health", "/api/conversations/{dialogue_id}"), operation.path
+    assert calls >= 100 and not failures, "\n".join(failures[:5])
+    assert {"/api/search", "/api/ask", "/api/sql"} <= refused  # invalid bodies were sent to every POST route
 
 
 def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
@@ -281,7 +296,7 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
         hits = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#hits .hit") or None)
         assert len(hits) == 10
         assert all(h.find_element(By.TAG_NAME, "h3").text for h in hits)
-        assert any("resolved" in h.text for h in hits)
+        assert any(h.find_elements(By.CSS_SELECTOR, ".badge.ok") for h in hits)  # "resolved", not "not resolved"
 
         second = hits[1]
         second_id = second.get_attribute("data-id")
@@ -291,12 +306,27 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
         assert browser.switch_to.active_element.get_attribute("id") == "conv-title"  # the reader is taken there
         assert "channel: " in browser.find_element(By.ID, "conversation-fields").text  # the record's own fields
 
-        browser.find_element(By.ID, "answer-button").click()
+        browser.find_element(By.ID, "answer-button").send_keys(Keys.ENTER)  # the keyboard again
         links = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#answer .answer a[data-cite]") or None)
-        target = links[0].text.split("#")[0].split(":")[0]
-        links[0].click()
-        wait.until(lambda b: b.find_element(By.ID, "conversation-id").text.startswith(target + " "))
+        for n in range(len(links)):  # every citation opens the conversation it cites
+            link = browser.find_elements(By.CSS_SELECTOR, "#answer .answer a[data-cite]")[n]
+            target = link.get_attribute("data-id")
+            link.send_keys(Keys.ENTER)
+            wait.until(lambda b: b.find_element(By.ID, "conversation-id").text.startswith(target + " "))
         assert opened
+
+        box.clear()
+        box.send_keys("how do I knit a scarf with circular needles", Keys.CONTROL, Keys.ENTER)
+        wait.until(lambda b: "weak match" in b.find_element(By.ID, "status").text or None)
+        weak = browser.find_elements(By.CSS_SELECTOR, "#hits .hit")
+        assert weak and all(h.find_elements(By.CSS_SELECTOR, ".badge.weak") for h in weak)
+        assert browser.find_element(By.ID, "answer").text == ""  # the earlier question's answer is gone
+        if os.environ.get("README_SCREENSHOT"):  # the README's picture shows the first question again
+            box.clear()
+            box.send_keys(question, Keys.CONTROL, Keys.ENTER)
+            wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#hits .badge.weak")) < len(weak) or None)
+            browser.find_element(By.ID, "answer-button").send_keys(Keys.ENTER)
+            wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#answer .answer a[data-cite]") or None)
         screenshot = os.environ.get("README_SCREENSHOT")  # not SARAG_*: the home fixture clears those
         if screenshot:  # the README's picture, taken from this home
             browser.find_element(By.ID, "hits").find_elements(By.CSS_SELECTOR, ".hit")[0].click()
@@ -304,3 +334,51 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
             browser.save_screenshot(screenshot)
     finally:
         browser.quit()
+
+
+def test_conversation_ids_holding_colons_hashes_and_slashes_open_and_are_cited(home, instance, defs, tmp_path):
+    from urllib.parse import quote
+
+    from sarag_assets.core.ingest.landing import copy_into_inbox
+    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets_tests.conftest import write_jsonl
+
+    def fixed(dialogue_id, opening):
+        return {"dialogue_id": dialogue_id, "turns": [
+            {"speaker": "customer", "text": opening},
+            {"speaker": "agent", "text": "Calibrate the ESCs from the app, then restart the drone.", "accepted": True},
+            {"speaker": "customer", "text": "That fixed it, thanks!"}]}
+
+    odd = ["ZD:4711", "a#b", "forum/thread/42"]
+    write_jsonl(tmp_path / "odd.jsonl", [
+        fixed(odd[0], "My Zephyr Z9 drone motors beep three times and it will not arm."),
+        fixed(odd[1], "Zephyr Z9: the motors beep three times, then nothing, it won't arm."),
+        fixed(odd[2], "The motors of my Zephyr Z9 beep three times and the drone refuses to arm."),
+        {"dialogue_id": "plain-1", "turns": [{"speaker": "customer", "text": "How do I change my billing address?"},
+                                             {"speaker": "agent", "text": "Under Account, then Billing."}]}])
+    copy_into_inbox(home, tmp_path / "odd.jsonl")
+    assert not land_and_process(defs, instance).failed
+    running = Service(home.root)
+    try:
+        answer = running.post("/api/ask", {"query": "Zephyr Z9 motors beep three times and it won't arm"}).json()
+        assert answer["supported"], answer
+        assert set(odd) <= {c["dialogue_id"] for c in answer["citations"]}
+        for citation in answer["citations"]:  # what the page opens when a citation is clicked
+            opened = running.get("/api/conversations/" + quote(citation["dialogue_id"], safe=""))
+            assert opened.status_code == 200 and opened.json()["dialogue_id"] == citation["dialogue_id"]
+        assert running.get("/api/conversations/forum/thread/42").json()["dialogue_id"] == "forum/thread/42"
+    finally:
+        running.stop()
+
+
+def test_a_busy_port_is_one_line_before_the_model_loads(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        started = subprocess.run([sys.executable, "-m", "sarag_assets.cli", "serve", "--home", str(tmp_path / "h"),
+                                  "--port", str(port)], capture_output=True, text=True, timeout=120)
+    assert started.returncode == 2
+    assert started.stderr.strip().splitlines() == [
+        f"sarag: error: cannot listen on 127.0.0.1:{port}: Address already in use (another `sarag serve`? "
+        "choose another --port)"]
