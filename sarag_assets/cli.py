@@ -430,14 +430,13 @@ def cmd_worker(args) -> int:
     """Become a Celery worker for the runs of this home (executor = celery): each worker process executes
     one step at a time. It needs the same home (a shared folder) and, for the instance, the same
     DAGSTER_PG_URL as the process that starts the runs."""
-    from sarag_assets.defs.executors import QUEUE
     from sarag_assets.settings import Settings
 
     settings = Settings.load(args.home)  # the runs create the home; a worker only executes their steps
     os.environ["SARAG_HOME"] = str(settings.home)
     print(f"sarag worker: {args.concurrency} process(es) on {settings.celery_broker}, home {settings.home}",
           file=sys.stderr)
-    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker", "-Q", QUEUE,
+    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker", "-Q", settings.celery_queue,
                "--concurrency", str(args.concurrency), "--loglevel", args.loglevel, "-n", args.name]
     os.execv(sys.executable, command)
     return 0  # not reached

@@ -112,3 +112,27 @@ def test_kubernetes_is_the_same_graph_with_another_executor_and_a_valid_configur
     assert config["volumes"][0]["persistentVolumeClaim"]["claimName"] == "sarag-home"
     with pytest.raises(SettingsError, match="k8s_job_image"):
         Settings.load(environ={**env, "SARAG_K8S_JOB_IMAGE": ""})
+
+
+def test_a_kubernetes_step_pod_gets_its_settings_from_sarag_toml_alone(tmp_path, monkeypatch):
+    """As docs/deployment.md sets it up: the executor in sarag.toml, only the home and the instance's URL in
+    the environment of the process that launches runs. dagster-k8s reads each bare name of `env_vars` from
+    that environment when a run starts (dagster's parse_env_var) and fails the run when one is missing."""
+    from dagster._core.utils import parse_env_var
+
+    from sarag_assets.defs.executors import k8s_executor_config
+    from sarag_assets.settings import Settings
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "sarag.toml").write_text('executor = "k8s"\nk8s_job_image = "registry.example.com/sarag:1.0"\n')
+    for name in [n for n in os.environ if n.startswith("SARAG_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("DAGSTER_PG_URL", "postgresql+psycopg2://sarag@db:5432/dagster")
+    settings = Settings.load(str(home))
+    pod = dict(parse_env_var(entry) for entry in k8s_executor_config(settings)["env_vars"])
+    assert pod == {"SARAG_HOME": str(home.resolve()), "SARAG_EXECUTOR": "k8s",
+                   "SARAG_K8S_JOB_IMAGE": "registry.example.com/sarag:1.0", "SARAG_K8S_HOME_CLAIM": "sarag-home",
+                   "DAGSTER_PG_URL": "postgresql+psycopg2://sarag@db:5432/dagster"}
+    assert Settings.load(environ=pod).executor == "k8s"  # the pod reads the same settings back
+

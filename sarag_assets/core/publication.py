@@ -223,7 +223,8 @@ def stage(home: Home) -> PublishedState:
     with warehouse.connect(home.warehouse) as con:  # the write lock: no writer changes it meanwhile
         warehouse.ensure_schema(con)
         _copy_warehouse(con, part)
-        # pinned while the lock is held: an index step (also a warehouse writer) cannot run in between
+        # pinned while the lock is held. On one machine the duckdb_writer pool (1) keeps an index step from
+        # writing LanceDB meanwhile; with workers (a larger pool) one can, and the audit then refuses the state
         store = IndexStore.open_for_read(str(home.lancedb))
         pinned = {table: version for table in TABLES if (version := store.version_of(table)) is not None}
     os.chmod(part, 0o444)

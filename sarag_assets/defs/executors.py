@@ -14,7 +14,6 @@ import dagster as dg
 
 from sarag_assets.settings import Settings
 
-QUEUE = "dagster"  # dagster-celery's queue; its tasks are routed there
 # A worker takes one step at a time and acknowledges its message when the step starts (acks_late off), so
 # a step is never executed twice by Celery. What happens when a worker dies mid-step:
 # - Its pool process alone dies (out of memory, SIGKILL of the child): the worker's main process reports
@@ -54,6 +53,9 @@ def celery_settings(settings: Settings) -> dict:
     """Celery's own settings for the runs and the workers. The filesystem broker (one machine, no broker
     service) keeps its messages in a folder of the home."""
     config = dict(CELERY_SETTINGS)
+    # the queue dagster-celery's loop sends each step to: one per home, so that homes sharing a broker never
+    # take each other's steps (a worker executes a step against its own home)
+    config["task_default_queue"] = settings.celery_queue
     if settings.celery_broker.startswith(("redis://", "rediss://")):
         config["worker_disable_prefetch"] = True  # Celery supports it for Redis only (and warns otherwise)
     if settings.celery_broker.startswith("filesystem://"):
@@ -151,9 +153,11 @@ def _watched_celery_executor():
     return watched_celery_executor
 
 
-# What a step pod is given from the environment of the process that launches it: the home, the instance's
-# database, and the settings that choose the executor (the rest comes from the home's sarag.toml).
-K8S_ENV_VARS = ["SARAG_HOME", "DAGSTER_PG_URL", "SARAG_EXECUTOR", "SARAG_K8S_JOB_IMAGE", "SARAG_K8S_HOME_CLAIM"]
+# A step pod gets the settings that place it (the home, the executor, its image and claim) as values, from
+# the settings however they were given (sarag.toml or SARAG_*); the instance's database URL by name, from the
+# launching process's environment, which the PostgreSQL instance (deploy/dagster.postgres.yaml) needs anyway.
+# dagster-k8s reads a bare name from that environment and fails the run when it is not set.
+K8S_ENV_FROM_LAUNCHER = ["DAGSTER_PG_URL"]
 
 
 def k8s_executor_config(settings: Settings) -> dict:
@@ -161,7 +165,10 @@ def k8s_executor_config(settings: Settings) -> dict:
     image, every pod mounting the home's volume claim at the home's path (ReadWriteMany), as many steps at
     once as the celery executor's parallel runs."""
     home = str(settings.home.resolve())
-    return {"job_image": settings.k8s_job_image, "env_vars": K8S_ENV_VARS,
+    placed = {"SARAG_HOME": home, "SARAG_EXECUTOR": "k8s", "SARAG_K8S_JOB_IMAGE": settings.k8s_job_image,
+              "SARAG_K8S_HOME_CLAIM": settings.k8s_home_claim}
+    return {"job_image": settings.k8s_job_image,
+            "env_vars": [f"{name}={value}" for name, value in placed.items()] + K8S_ENV_FROM_LAUNCHER,
             "volumes": [{"name": "sarag-home", "persistentVolumeClaim": {"claimName": settings.k8s_home_claim}}],
             "volume_mounts": [{"name": "sarag-home", "mountPath": home}],
             "max_concurrent": settings.parallel_runs}
@@ -198,7 +205,15 @@ def check_workers(settings: Settings, timeout_s: float = 5.0) -> int:
     if not replies:
         raise NoWorkers(f"no `sarag worker` answers on {settings.celery_broker}: start one (docs/deployment.md), "
                         "or set executor = in_process")
-    return len(replies)
+    try:  # a worker of another home on the same broker answers a ping too, but never takes this home's steps
+        queues = app.control.inspect(timeout=timeout_s).active_queues() or {}
+    except Exception as exc:  # noqa: BLE001 - as above
+        raise NoWorkers(f"the Celery broker {settings.celery_broker} does not answer ({exc})") from None
+    ours = [name for name, taken in queues.items() if any(q.get("name") == settings.celery_queue for q in taken)]
+    if not ours:
+        raise NoWorkers(f"no `sarag worker` takes the queue {settings.celery_queue!r} on {settings.celery_broker}: "
+                        "start one with this home's settings (docs/deployment.md)")
+    return len(ours)
 
 
 def worker_app(settings: Settings):

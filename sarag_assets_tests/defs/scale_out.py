@@ -18,7 +18,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SARAG = str(Path(sys.executable).parent / "sarag")
-REDIS_TEST_DB = 9  # flushed before and after each use
+REDIS_TEST_DB = 9  # the tests' queues (each its own) and results
 
 
 def _answers(port: int) -> bool:
@@ -62,26 +62,26 @@ def postgres_database(scratch: Path):
 
 @contextlib.contextmanager
 def broker(kind: str = "redis"):
-    """A Celery broker URL of the kind asked for (redis or rabbitmq) where the machine runs it, else the
-    filesystem transport (the executor keeps its messages under the home)."""
+    """A Celery broker of the kind asked for (redis or rabbitmq) where the machine runs it, else the
+    filesystem transport (the executor keeps its messages under the home), with a queue of this test's own:
+    yields the settings `{"SARAG_CELERY_BROKER": ..., "SARAG_CELERY_QUEUE": ...}`. Nothing else on the broker
+    is touched, so test sessions on one machine, or a developer's own queues, do not meet."""
+    queue = "sarag-test-" + secrets.token_hex(4)
     if kind == "redis" and _answers(6379):
         import redis
 
+        yield {"SARAG_CELERY_BROKER": f"redis://127.0.0.1:6379/{REDIS_TEST_DB}", "SARAG_CELERY_QUEUE": queue}
         client = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_TEST_DB)
-        client.flushdb()
-        try:
-            yield f"redis://127.0.0.1:6379/{REDIS_TEST_DB}"
-        finally:
-            client.flushdb()
+        client.delete(queue, *client.keys(f"{queue}\x06*"), *client.keys(f"_kombu.binding.{queue}*"))
     elif kind == "rabbitmq" and _answers(5672):
         from kombu import Connection
 
         url = "amqp://guest:guest@127.0.0.1:5672//"
+        yield {"SARAG_CELERY_BROKER": url, "SARAG_CELERY_QUEUE": queue}
         with Connection(url) as connection, contextlib.suppress(Exception):
-            connection.default_channel.queue_purge("dagster")  # steps of an earlier, interrupted test
-        yield url
+            connection.default_channel.queue_delete(queue)
     else:
-        yield "filesystem://"
+        yield {"SARAG_CELERY_BROKER": "filesystem://", "SARAG_CELERY_QUEUE": queue}
 
 
 def instance_home(scratch: Path) -> Path:

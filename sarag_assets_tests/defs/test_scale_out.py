@@ -18,7 +18,7 @@ import duckdb
 import pytest
 
 from sarag_assets.core import publication
-from sarag_assets.core.indices.store import IndexStore
+from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
 from sarag_assets.core.ingest.landing import copy_into_inbox
 from sarag_assets.defs.executors import WORKER_LOST_AFTER_S
 from sarag_assets.defs.runner import land_and_process
@@ -30,10 +30,10 @@ from sarag_assets_tests.defs.scale_out import SARAG, broker, instance_home, post
 BATCH = 5  # conversations per batch partition (8 partitions: enough to overlap, little to compute)
 
 
-def _worker_env(root: Path, dagster_home: Path, pg_url: str, broker_url: str) -> dict[str, str]:
+def _worker_env(root: Path, dagster_home: Path, pg_url: str, celery: dict[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
-    return env | {"SARAG_HOME": str(root), "DAGSTER_HOME": str(dagster_home), "DAGSTER_PG_URL": pg_url,
-                  "SARAG_EXECUTOR": "celery", "SARAG_CELERY_BROKER": broker_url, "SARAG_BATCH_SIZE": str(BATCH)}
+    return env | celery | {"SARAG_HOME": str(root), "DAGSTER_HOME": str(dagster_home), "DAGSTER_PG_URL": pg_url,
+                           "SARAG_EXECUTOR": "celery", "SARAG_BATCH_SIZE": str(BATCH)}
 
 
 def _use(monkeypatch, env: dict[str, str]) -> None:
@@ -45,11 +45,11 @@ def _use(monkeypatch, env: dict[str, str]) -> None:
             monkeypatch.setenv(name, value)
 
 
-def _landed_home(root: Path, instance_dir: Path, pg_url: str, broker_url: str, corpus_file: Path, monkeypatch):
+def _landed_home(root: Path, instance_dir: Path, pg_url: str, celery: dict[str, str], corpus_file: Path, monkeypatch):
     """A home with `corpus_file` in its inbox, this process set up as its workers will be, and the
     PostgreSQL instance: (the workers' environment, the instance)."""
     dagster_home = instance_home(instance_dir)
-    env = _worker_env(root, dagster_home, pg_url, broker_url)
+    env = _worker_env(root, dagster_home, pg_url, celery)
     _use(monkeypatch, env)
     copy_into_inbox(Home(root).ensure(), corpus_file)
     return env, dg.DagsterInstance.from_config(str(dagster_home))
@@ -172,9 +172,9 @@ def test_celery_workers_build_the_same_home_as_one_process(tmp_path, corpus, def
     queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text().splitlines()[:20]]
     assert len(queries) == 20
 
-    with postgres_database(tmp_path) as pg_url, broker("redis") as broker_url:
+    with postgres_database(tmp_path) as pg_url, broker("redis") as celery:
         root = tmp_path / "scaled"
-        env, instance = _landed_home(root, tmp_path / "scaled-instance", pg_url, broker_url,
+        env, instance = _landed_home(root, tmp_path / "scaled-instance", pg_url, celery,
                                      corpus / "corpus.jsonl", monkeypatch)
         with workers(env, tmp_path / "logs"):
             scaled = land_and_process(defs, instance)
@@ -208,8 +208,10 @@ def test_celery_workers_build_the_same_home_as_one_process(tmp_path, corpus, def
     assert scaled_view["rows"] == reference_view["rows"]
     assert scaled_view["conversations"] == reference_view["conversations"]
     assert scaled_view["cells"] == reference_view["cells"] and scaled_view["cells"]
-    assert {t: len(i) for t, i in scaled_view["ids"].items()} == {t: len(i) for t, i in reference_view["ids"].items()}
+    assert len(scaled_view["ids"]) == len(TABLES) and all(scaled_view["ids"].values())  # nothing compared empty
+    assert scaled_view["lance_rows"] == reference_view["lance_rows"]
     assert scaled_view["ids"] == reference_view["ids"]
+    assert len(scaled_view["search"]) == 20 and all(len(found) == 10 for found in scaled_view["search"])
     assert scaled_view["search"] == reference_view["search"]
     assert scaled_view["mentions"] == reference_view["mentions"] and scaled_view["mentions"]  # a global asset
 
@@ -245,16 +247,16 @@ def _group_is_gone(pgid: int, wait_s: float = 10.0) -> bool:
 
 
 def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkeypatch):
-    """The whole `sarag worker` (its main process and its pool process) is SIGKILLed while it runs an index
-    step. The run fails within the executor's lost-worker wait instead of waiting forever, `sarag
+    """The whole `sarag worker` (its main process and its pool process) is SIGKILLed while its index step
+    writes: once the step's batch is in the first LanceDB table it writes. The run fails within the executor's lost-worker wait instead of waiting forever, `sarag
     materialize` re-executes it from its failure (Dagster's re-execution) on the other worker and
     publishes, and the home equals an in-process run."""
     generated = tmp_path / "generated"
     write_corpus(generated, n=3 * BATCH, seed=12)
     queries = [json.loads(line) for line in (generated / "queries.jsonl").read_text().splitlines()[:5]]
-    with postgres_database(tmp_path) as pg_url, broker("rabbitmq") as broker_url:
+    with postgres_database(tmp_path) as pg_url, broker("rabbitmq") as celery:
         root = tmp_path / "home"
-        env, instance = _landed_home(root, tmp_path / "instance", pg_url, broker_url,
+        env, instance = _landed_home(root, tmp_path / "instance", pg_url, celery,
                                      generated / "corpus.jsonl", monkeypatch)
         with workers(env, tmp_path / "logs") as started:
             names = {process.pid: f"w{i + 1}@{socket.gethostname()}" for i, process in enumerate(started)}
@@ -268,9 +270,17 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
                 assert target is not None, "no index step was seen running"
                 run_id, pid = target
                 victim = next(p for p in started if p.pid == os.getpgid(pid))  # each worker is its own group
-                time.sleep(1.0)  # inside the step: the model is loading or encoding
+                batch = instance.get_run_by_id(run_id).tags["dagster/partition"]
+                # killed mid-write: as soon as the step's batch reached table_rows, the first table it writes
+                # (the watcher re-reads the latest table versions on every call)
+                watcher = IndexStore.open_for_read(str(Home(root).lancedb))
+                while not (TABLE_ROWS in watcher.tables() and watcher.ids(TABLE_ROWS, batch_key=batch)):
+                    assert materialize.poll() is None and time.monotonic() < deadline, "the step never wrote"
+                    time.sleep(0.01)
                 killed_at = time.time()
                 os.killpg(victim.pid, signal.SIGKILL)  # the worker's main process and its pool process
+                written = {t: bool(t in watcher.tables() and watcher.ids(t, batch_key=batch)) for t in TABLES}
+                print(f"killed with the batch written to: {sorted(t for t, done in written.items() if done)}")
                 victim.wait(timeout=30)
                 assert _group_is_gone(victim.pid)
                 output, _ = materialize.communicate(timeout=900)
@@ -325,14 +335,23 @@ def test_materialize_on_celery_without_a_worker_or_broker_says_so_in_one_line(tm
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
     base |= {"SARAG_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
              "SARAG_EXECUTOR": "celery"}
-    cases = [("redis://127.0.0.1:1/0", "does not answer")]  # nothing listens on port 1
-    with broker("redis") as broker_url:
-        cases.append((broker_url, "no `sarag worker` answers"))
-        for url, said in cases:
-            done = subprocess.run([SARAG, "materialize"], env=base | {"SARAG_CELERY_BROKER": url},
-                                  capture_output=True, text=True, timeout=300)
+    cases = [({"SARAG_CELERY_BROKER": "redis://127.0.0.1:1/0"}, "does not answer")]  # nothing listens on port 1
+    with broker("redis") as celery:
+        cases.append((celery, "no `sarag worker` answers"))
+        for settings, said in cases:
+            done = subprocess.run([SARAG, "materialize"], env=base | settings, capture_output=True, text=True,
+                                  timeout=300)
             assert done.returncode == 2, done.stdout + done.stderr
             assert said in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        # a worker on another queue (another home's) answers the broker's ping, but never takes these steps
+        other = base | celery | {"SARAG_CELERY_QUEUE": celery["SARAG_CELERY_QUEUE"] + "-other"}
+        with workers(other, tmp_path / "logs", n=1):
+            done = subprocess.run([SARAG, "materialize"], env=base | celery, capture_output=True, text=True,
+                                  timeout=300)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert done.stderr.strip().splitlines() == [
+            f"sarag: error: no `sarag worker` takes the queue '{celery['SARAG_CELERY_QUEUE']}' on "
+            f"{celery['SARAG_CELERY_BROKER']}: start one with this home's settings (docs/deployment.md)"]
 
 
 class _FakeResult:
