@@ -436,7 +436,8 @@ def cmd_worker(args) -> int:
     os.environ["SARAG_HOME"] = str(settings.home)
     print(f"sarag worker: {args.concurrency} process(es) on {settings.celery_broker}, home {settings.home}",
           file=sys.stderr)
-    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker", "-Q", settings.celery_queue,
+    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker",
+               "-Q", settings.celery_queue,
                "--concurrency", str(args.concurrency), "--loglevel", args.loglevel, "-n", args.name]
     os.execv(sys.executable, command)
     return 0  # not reached

@@ -106,7 +106,9 @@ class Settings(BaseModel):
         "in_process", description="where the pipeline's steps run: in_process (one machine), celery (on `sarag worker` processes) or k8s (a Kubernetes Job per step; docs/deployment.md)")
     celery_broker: str = Field("redis://127.0.0.1:6379/0", min_length=1, description="the Celery broker the runs and the workers share (redis://..., amqp://...)")
     celery_backend: str = Field("", description="the Celery result backend; blank = the broker's URL for redis://, else rpc://")
-    celery_queue: str = Field("dagster", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$", description="the Celery queue this home's steps go to and its workers take them from; homes sharing a broker each need their own")
+    celery_queue: str = Field("dagster", pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$",
+                              description="the Celery queue this home's steps go to and its workers take them "
+                                          "from; homes sharing a broker each need their own")
     parallel_runs: int = Field(4, gt=0, description="with the celery executor, batch runs launched at once (their steps queue on the workers)")
     k8s_job_image: str = Field("", description="with the k8s executor, the image (sarag installed) each step's Kubernetes Job runs")
     k8s_home_claim: str = Field("sarag-home", min_length=1, description="with the k8s executor, the ReadWriteMany PersistentVolumeClaim holding the home, mounted at the home's path in every step pod")
