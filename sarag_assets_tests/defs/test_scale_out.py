@@ -249,8 +249,9 @@ def _group_is_gone(pgid: int, wait_s: float = 10.0) -> bool:
 def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkeypatch):
     """The whole `sarag worker` (its main process and its pool process) is SIGKILLed while its index step
     writes: once the step's batch is in the first LanceDB table it writes. The run fails within the
-    executor's lost-worker wait instead of waiting forever, `sarag materialize` re-executes it from its failure (Dagster's re-execution) on the other worker and
-    publishes, and the home equals an in-process run."""
+    executor's lost-worker wait instead of waiting forever, `sarag materialize` re-executes it from its
+    failure (Dagster's re-execution) on the other worker and publishes, and the home equals an in-process
+    run."""
     generated = tmp_path / "generated"
     write_corpus(generated, n=3 * BATCH, seed=12)
     queries = [json.loads(line) for line in (generated / "queries.jsonl").read_text().splitlines()[:5]]
