@@ -181,7 +181,9 @@ def _check_stores(home) -> None:
     try:
         duckdb.connect(str(home.warehouse), read_only=True).close()
     except duckdb.IOException as exc:
-        if "lock" not in str(exc).lower():  # another process writing: the steps wait for it
+        from sarag_assets.core.warehouse import is_lock_conflict
+
+        if not is_lock_conflict(exc):  # another process writing: the steps wait for it
             raise CliError(damaged_store(exc)) from None
     except duckdb.Error as exc:
         raise CliError(damaged_store(exc)) from None

@@ -10,6 +10,7 @@ process (up to `LOCK_WAIT_S`) instead of failing at once.
 from __future__ import annotations
 
 import json
+import re
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -236,6 +237,17 @@ def conform(table: str, frame: pl.DataFrame) -> pl.DataFrame:
 LOCK_WAIT_S = 600.0
 
 
+# DuckDB's words when another process holds the file ("Could not set lock on file ...: Conflicting lock is
+# held in ..."); a damaged file's message may hold "lock" too ("... in block at location 4096")
+_LOCK_CONFLICT = re.compile(r"could not set lock on file|conflicting lock is held", re.I)
+
+
+def is_lock_conflict(exc: BaseException) -> bool:
+    """Whether DuckDB refused the file because another process holds its lock (wait), not because it is
+    damaged (do not wait)."""
+    return isinstance(exc, duckdb.IOException) and bool(_LOCK_CONFLICT.search(str(exc)))
+
+
 @contextmanager
 def connect(path: str | Path, *, read_only: bool = False,
             wait_s: float = LOCK_WAIT_S) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -246,7 +258,7 @@ def connect(path: str | Path, *, read_only: bool = False,
             con = duckdb.connect(str(path), read_only=read_only)
             break
         except duckdb.IOException as exc:  # another process holds the write lock
-            if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+            if not is_lock_conflict(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(delay)
             delay = min(delay * 2, 1.0)

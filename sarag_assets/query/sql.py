@@ -20,6 +20,7 @@ Errors are one line and name no path on the server.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -29,15 +30,21 @@ from typing import Any
 
 import duckdb
 
+from sarag_assets.core.warehouse import is_lock_conflict
+
 MAX_ROWS = 1_000  # rows returned; the statement may match more (`truncated` says so)
 MAX_STATEMENT_CHARS = 20_000
-# The statement's first keyword, past comments and opening parentheses.
-_FIRST_WORD = re.compile(r"\A(?:\s+|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]+)", re.S)
-# DuckDB's functions that report the server's files, settings or environment.
-_SYSTEM_FUNCTIONS = re.compile(
-    r"\b(pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|memory|log\w*)|"
-    r"current_setting|getenv|which_secret|query(?:_table)?(?=\s*\())\b", re.I)
-FETCH_CHUNK = 16  # rows fetched at a time, so the result's own size is checked against the memory limit
+# The statement's first keyword, past comments, opening parentheses and empty statements.
+_FIRST_WORD = re.compile(r"\A(?:\s+|;|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]+)", re.S)
+# DuckDB's functions that report the server's files, settings or environment, and those that run a
+# statement built from strings (past every check here). Matched against the names DuckDB's own parser finds
+# in the statement (quoted, commented or rewritten: a PRAGMA is parsed as a call of pragma_<name>).
+_SYSTEM_FUNCTION = re.compile(
+    r"pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|memory|log\w*)|"
+    r"current_setting|getenv|which_secret|query(?:_table)?|json_execute_serialized_sql", re.I)
+# rows fetched at a time, so the result's own size is checked against the memory limit before more of it
+# becomes Python objects: one, since a single row may be tens of megabytes (at most sql_max_rows calls)
+FETCH_CHUNK = 1
 
 
 @dataclass(frozen=True)
@@ -90,14 +97,35 @@ def check_statement(statement: str) -> str:
     if len(statements) != 1:
         raise SqlRefused(f"exactly one statement is allowed, got {len(statements)}")
     kind = statements[0].type
-    first = _FIRST_WORD.match(statement)
+    first = _FIRST_WORD.match(statement)  # past comments, parentheses and empty statements (";PRAGMA ...")
     word = first.group(1).upper() if first else kind.name
     if kind != duckdb.StatementType.SELECT or word == "PRAGMA":
         raise SqlRefused(f"only SELECT statements are allowed, got {word}")
-    system = _SYSTEM_FUNCTIONS.search(statement)
+    system = sorted(name for name in _functions_called(statements[0].query) if _SYSTEM_FUNCTION.fullmatch(name))
     if system:
-        raise SqlRefused(f"refused: {system.group(1)} reports the server's own files or settings")
+        raise SqlRefused(f"refused: {system[0]} reports the server's own files or settings, or runs a "
+                         "statement built from strings")
     return statement.strip().rstrip(";")
+
+
+def _functions_called(statement: str) -> set[str]:
+    """Every function and table function the statement calls, as DuckDB's parser reads it."""
+    with duckdb.connect(":memory:") as con:
+        tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
+    if tree.get("error"):
+        raise SqlError(f"not valid SQL: {tree.get('error_message', 'cannot be parsed')}")
+    names: set[str] = set()
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            name = node.get("function_name")
+            if isinstance(name, str):
+                names.add(name.lower())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return names
 
 
 def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = None,
@@ -181,7 +209,7 @@ def _open_read_only(warehouse: str | Path, limits: SqlLimits):
         try:
             return duckdb.connect(str(warehouse), read_only=True, config=config)
         except duckdb.Error as exc:
-            if not isinstance(exc, duckdb.IOException) or "lock" not in str(exc).lower():
+            if not is_lock_conflict(exc):
                 raise SqlError(f"cannot open the warehouse ({_private(_first_line(exc), warehouse)}); if it is "
                                "damaged, move it aside and rebuild it with `sarag materialize`") from None
             if time.monotonic() > deadline:

@@ -59,10 +59,44 @@ def test_pragmas_and_other_statements_are_refused_by_their_own_name(warehouse, s
     "SELECT * FROM duckdb_settings()", "SELECT current_setting('temp_directory')",
     # a statement built from strings would run past the check by name
     "FROM query('select path from duckdb_'||'databases')", "SELECT * FROM query_table('duckdb_'||'databases')",
-    "SELECT * FROM QUERY ('select 1')"])
+    "SELECT * FROM QUERY ('select 1')",
+    # the names as DuckDB's parser reads them: quoted, split by a comment, or a statement's serialized form
+    "SELECT * FROM \"query\"('SELECT name, value FROM duckdb_' || 'settings()')", "SELECT * FROM query/**/('select 1')",
+    "SELECT * FROM query--x\n('select 1')",
+    "SELECT json_execute_serialized_sql(json_serialize_sql('SELECT current_' || 'setting(''secret_directory'')'))"])
 def test_system_functions_that_show_server_paths_are_refused(warehouse, statement):
     with pytest.raises(SqlRefused, match="the server's own files or settings"):
         run_select(warehouse, statement)
+
+
+@pytest.mark.parametrize("statement", [";PRAGMA version", " ; /* x */ PRAGMA storage_info('t')", ";;PRAGMA database_list"])
+def test_an_empty_statement_before_a_pragma_hides_nothing(warehouse, statement):
+    with pytest.raises(SqlRefused, match="only SELECT statements are allowed, got PRAGMA$"):
+        run_select(warehouse, statement)
+
+
+def test_a_damaged_block_is_named_at_once_not_waited_for_as_a_lock(tmp_path, monkeypatch):
+    import os
+
+    from sarag_assets.core import warehouse as store
+    from sarag_assets.query.sql import SqlError
+
+    path = tmp_path / "w.duckdb"
+    with duckdb.connect(str(path)) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS i, repeat('x', 50) AS s FROM range(200000)")
+    with open(path, "r+b") as f:  # a bad block: DuckDB's message says "... in block at location 4096"
+        f.seek(4096)
+        f.write(os.urandom(100_000))
+
+    def waited(seconds):
+        raise AssertionError("waited as for another process's lock")
+
+    monkeypatch.setattr(time, "sleep", waited)  # both wait for a lock with time.sleep between tries
+    with pytest.raises(SqlError, match="cannot open the warehouse .*Corrupt database file"):
+        run_select(path, "SELECT count(*) FROM t", limits=SqlLimits(timeout_s=30))
+    with pytest.raises(duckdb.IOException, match="block"):
+        with store.connect(path, read_only=True, wait_s=30):
+            pass
 
 
 def test_a_result_holding_the_servers_path_is_refused(warehouse):
