@@ -69,9 +69,12 @@ def cmd_land(args) -> int:
             raise CliError(f"{name}: no such file")
         refusal = landing_refusal(Path(name).name)
         if refusal:
-            raise CliError(refusal)
+            raise CliError(_visible(refusal))
     for name in args.files:
-        print(copy_into_inbox(home, Path(name), args.format))
+        try:
+            print(_visible(copy_into_inbox(home, Path(name), args.format)))
+        except OSError as exc:  # the files printed above are in the inbox; this one and the rest are not
+            raise CliError(f"{_visible(name)}: cannot be copied into the inbox ({exc.strerror or exc})") from None
     return 0
 
 
@@ -378,9 +381,11 @@ def cmd_sql(args) -> int:
     from sarag_assets.settings import Settings
 
     settings = Settings.load(args.home)
+    limits = SqlLimits.from_settings(settings)
+    _hard_stop_after(limits.timeout_s)
     try:
         state = published_state(settings.paths)
-        result = run_select(state.warehouse, statement, limits=SqlLimits.from_settings(settings))
+        result = run_select(state.warehouse, statement, limits=limits)
     except (SqlError, FileNotFoundError, HomeNotReady) as exc:
         raise CliError(str(exc)) from None
     if args.json:
@@ -392,6 +397,23 @@ def cmd_sql(args) -> int:
         print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
     print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''}; published state {state.id})")
     return 0
+
+
+def _hard_stop_after(timeout_s: float) -> None:
+    """End this process with the time limit's one line if DuckDB has not stopped the statement shortly
+    after the limit (a per-row function it cannot interrupt in time)."""
+    import threading
+
+    from sarag_assets.query.sql import HARD_STOP_GRACE_S
+
+    def stop():
+        print(f"sarag: error: stopped after {timeout_s:g} s, the time limit for a statement (setting "
+              "sql_timeout_s)", file=sys.stderr, flush=True)
+        os._exit(2)
+
+    timer = threading.Timer(timeout_s + HARD_STOP_GRACE_S, stop)
+    timer.daemon = True
+    timer.start()
 
 
 def cmd_serve(args) -> int:

@@ -99,8 +99,8 @@ class Settings(BaseModel):
                             "this machine runs faster, timed once per machine), onnx (ONNX Runtime), torch, "
                             "or bf16 (the pipeline in bfloat16 where the CPU has it, queries on onnx)")
     exact_search_max_rows: int = Field(1_000_000, gt=0, description="a dense table up to this many rows is searched exactly in memory")
-    sql_timeout_s: float = Field(10.0, gt=0, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped")
-    sql_memory_limit: str = Field("1GB", min_length=2, description="memory a SQL statement may use (DuckDB's memory_limit, e.g. 512MB, 2GB); nothing spills to disk")
+    sql_timeout_s: float = Field(10.0, gt=0, le=86_400, description="seconds a read-only SQL statement (sarag sql, sql --ask) may run before it is stopped (at most a day)")
+    sql_memory_limit: str = Field("1GB", pattern=r"(?i)^\s*\d+(\.\d+)?\s*[KMGT]?i?B\s*$", description="memory a SQL statement may use (DuckDB's memory_limit, e.g. 512MB, 2GB, 1GiB); nothing spills to disk")
     sql_max_rows: int = Field(1000, gt=0, description="rows a SQL statement returns at most (the answer says when there were more)")
     executor: Literal["in_process", "celery", "k8s"] = Field(
         "in_process", description="where the pipeline's steps run: in_process (one machine), celery (on `sarag worker` processes) or k8s (a Kubernetes Job per step; docs/deployment.md)")

@@ -70,6 +70,11 @@ def test_the_home_comes_from_the_argument_then_sarag_home(tmp_path):
         ({"SARAG_BATCH_SIZE": "many"}, r"^invalid setting SARAG_BATCH_SIZE = 'many': "),
         ({"SARAG_BATCH_SIZE": "0"}, r"SARAG_BATCH_SIZE = '0'.*greater than 0"),
         ({"SARAG_GATES": "maybe"}, r"SARAG_GATES = 'maybe'"),
+        # checked at start-up, not at the first statement (a bad limit read as a damaged warehouse, an
+        # infinite timeout as no timeout)
+        ({"SARAG_SQL_MEMORY_LIMIT": "10%"}, r"SARAG_SQL_MEMORY_LIMIT = '10%'"),
+        ({"SARAG_SQL_TIMEOUT_S": "inf"}, r"SARAG_SQL_TIMEOUT_S = 'inf'.*less than or equal to 86400"),
+        ({"SARAG_CELERY_QUEUE": "two words"}, r"SARAG_CELERY_QUEUE = 'two words'"),
         ({"SARAG_GOVERNANCE": "none"}, r"SARAG_GOVERNANCE = 'none'.*'governed' or 'fixed'"),
         ({"SARAG_ENCODER_RUNTIME": "jax"}, r"SARAG_ENCODER_RUNTIME"),
         ({"SARAG_LLM_MODE": "xml"}, r"SARAG_LLM_MODE = 'xml'.*tools"),

@@ -33,10 +33,12 @@ def inbox_sensor(context: dg.SensorEvaluationContext, sarag_home: SaragHome, ing
     for problem in scan.problems:
         context.log.warning(problem)
     existing = set(context.instance.get_dynamic_partitions(conversation_batches.name))
-    new_keys = [m.batch_key for m in scan.manifests if m.batch_key not in existing]
+    # two files of the same bytes are one batch: asking Dagster to add its key twice fails every tick
+    manifests = list({m.run_key: m for m in scan.manifests}.values())
+    new_keys = list(dict.fromkeys(m.batch_key for m in manifests if m.batch_key not in existing))
     # Landing is idempotent by content whoever ran it (this sensor, `sarag demo`, a re-scan with no cursor):
     # Dagster itself skips only run keys this sensor launched.
-    todo = [m for m in scan.manifests if not already_landed(context.instance, m.run_key)]
+    todo = [m for m in manifests if not already_landed(context.instance, m.run_key)]
     return dg.SensorResult(
         run_requests=[
             dg.RunRequest(run_key=m.run_key, partition_key=m.batch_key, tags={"sarag/source_file": m.source_file})

@@ -503,13 +503,13 @@ class Sarag:
                                "publications; refresh() reads the newest")
         return self.publication.warehouse
 
-    def sql(self, statement: str, *, max_rows: int | None = None):
-        """One read-only SELECT within the home's SQL limits (see `sarag_assets.query.sql`); raises
-        SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
+    def sql(self, statement: str, *, max_rows: int | None = None, runner=None):
+        """One read-only SELECT within the home's SQL limits (`query.sql`; `runner`: `IsolatedSql.run` or
+        `run_select`); raises SqlRefused for anything else and SqlLimitExceeded when a limit stops it."""
         from sarag_assets.query.sql import SqlLimits, run_select
 
-        return run_select(self._published_warehouse(), statement, max_rows=max_rows,
-                          limits=SqlLimits.from_settings(self.config))
+        return (runner or run_select)(self._published_warehouse(), statement, max_rows=max_rows,
+                                      limits=SqlLimits.from_settings(self.config))
 
     def schema(self) -> str:
         """The tables a question can be answered from, for people and for the LLM."""

@@ -232,3 +232,61 @@ def _private(message: str, warehouse: str | Path) -> str:
 
 def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+# Past its time limit, a statement DuckDB has not stopped (its interrupt is seen between chunks of 2,048
+# rows, and one chunk of a per-row function over long strings can take minutes) is stopped by ending the
+# process that runs it, this much later.
+HARD_STOP_GRACE_S = 3.0
+
+
+class IsolatedSql:
+    """`run_select` in child processes that are ended when a statement outlives its time limit (what a
+    long-lived reader such as the service uses: a thread cannot be stopped, a process can). The children
+    are started and warmed when this opens; after a hard stop, new ones replace them."""
+
+    def __init__(self, workers: int = 2):
+        self.workers = workers
+        self._lock = threading.Lock()
+        self._pool = self._start()
+
+    def _start(self):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        # spawn, not fork: the parent holds threads and native libraries (the model, uvicorn)
+        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        for warm in [pool.submit(check_statement, "SELECT 1") for _ in range(self.workers)]:
+            warm.result()
+        return pool
+
+    def run(self, warehouse: str | Path, statement: str, *, max_rows: int | None = None,
+            limits: SqlLimits | None = None) -> SqlResult:
+        from concurrent.futures import TimeoutError as Late
+        from concurrent.futures.process import BrokenProcessPool
+
+        limits = limits or SqlLimits()
+        check_statement(statement)  # refused here, without a round trip
+        pool = self._pool
+        future = pool.submit(run_select, str(warehouse), statement, max_rows=max_rows, limits=limits)
+        try:
+            return future.result(timeout=limits.timeout_s + HARD_STOP_GRACE_S)
+        except Late:
+            self._restart(pool)
+            raise SqlLimitExceeded(f"stopped after {limits.timeout_s:g} s, the time limit for a statement "
+                                   "(setting sql_timeout_s)") from None
+        except BrokenProcessPool:  # another statement's hard stop ended this one's process too
+            raise SqlLimitExceeded("stopped with another statement that outlived its time limit; run it "
+                                   "again") from None
+
+    def _restart(self, pool) -> None:
+        with self._lock:
+            if self._pool is not pool:
+                return  # another request restarted it already
+            for process in list(getattr(pool, "_processes", {}).values()):
+                process.kill()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = self._start()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -183,6 +183,7 @@ class Engines:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
+        self._sql = None
         self.refresh()
 
     def start(self) -> None:
@@ -190,10 +191,22 @@ class Engines:
             self._watcher = threading.Thread(target=self._watch, name="sarag-published-state", daemon=True)
             self._watcher.start()
 
+    def isolated_sql(self):
+        """The child processes SQL statements run in (started at the first statement), so that one DuckDB
+        cannot interrupt is ended, not left running on a thread of the service."""
+        from sarag_assets.query.sql import IsolatedSql
+
+        with self._lock:
+            if self._sql is None:
+                self._sql = IsolatedSql()
+            return self._sql
+
     def stop(self) -> None:
         self._stop.set()
         if self._watcher is not None:
             self._watcher.join(timeout=10)
+        if self._sql is not None:
+            self._sql.close()
         if self._engine is not None:
             self._engine.close()
 
@@ -323,7 +336,7 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     @app.post("/api/sql", response_model=SqlOut, dependencies=guarded, responses=ERRORS)
     def sql(body: SqlIn) -> SqlOut:
         engine = engines.engine()
-        result = _answering(lambda: engine.sql(body.statement), home)
+        result = _answering(lambda: engine.sql(body.statement, runner=engines.isolated_sql().run), home)
         return SqlOut(published_state=engine.publication.id, columns=result.columns,
                       rows=[[_plain(v) for v in row] for row in result.rows], truncated=result.truncated)
 

@@ -166,20 +166,34 @@ def test_every_file_in_the_inbox_is_landed_or_quarantined_with_a_reason(home, in
                  "good.jsonl"):
         write_jsonl(home.inbox / name, [conversation(f"{name}-1", ("user", "help"), ("agent", "done"))])
     write_jsonl(home.inbox / "fresh.jsonl.part", chat)  # still being written: not yet
+    # the same bytes under two names: one batch (the second file's content has landed with the first)
+    write_jsonl(home.inbox / "copyA.jsonl", chat)
+    write_jsonl(home.inbox / "copyB.jsonl", chat)
+    # what the scanner never reads: a link (its target may be any file of the server) and a pipe
+    secret = write_jsonl(home.root.parent / "secret.jsonl", [conversation("s1", ("user", "root:x:0:0 secret"))])
+    (home.inbox / "link.jsonl").symlink_to(secret)
+    (home.inbox / "dangling.jsonl").symlink_to(home.root.parent / "gone.jsonl")
+    (home.inbox / "linked-folder").symlink_to(home.root.parent, target_is_directory=True)
+    os.mkfifo(home.inbox / "pipe.jsonl")
     settled = time.time() - SETTLED_AFTER_S - 5
     for path in home.inbox.iterdir():
         if path.name != "fresh.jsonl.part":
-            os.utime(path, (settled, settled))
+            os.utime(path, (settled, settled), follow_symlinks=False)
     run = land_and_process(defs, instance, raise_on_error=True)
     assert not run.failed
     reasons = dict(query(home, "SELECT source_file, reason FROM quarantine"))
     for name in ("notes~", "export.tmp", ".hidden", "x.jsonl.part", "..%2f..%2fevil.jsonl"):  # the last: hidden
         assert reasons[name].startswith("not landed: ") and "rename the file" in reasons[name], reasons
+    for name in ("link.jsonl", "dangling.jsonl", "linked-folder"):
+        assert reasons[name].startswith("not landed: a symbolic link, which the inbox scanner does not follow")
+    assert reasons["pipe.jsonl"].startswith("not landed: not a regular file")
+    assert not any("secret" in excerpt for (excerpt,) in query(home, "SELECT raw_excerpt FROM quarantine"))
     assert "fresh.jsonl.part" not in reasons and any("inbox/fresh.jsonl.part" in p for p in run.problems)
     landed = {f for (f,) in query(home, "SELECT DISTINCT source_file FROM raw_dialogues")}
-    assert landed == {"good.jsonl", "a%2f..%2fevil.jsonl"}
+    assert landed == {"good.jsonl", "a%2f..%2fevil.jsonl", "copyA.jsonl"}
     assert not list(home.root.parent.glob("evil*"))  # the name stayed a name
-    accounted = landed | set(reasons) | {"fresh.jsonl.part"}
+    accounted = landed | set(reasons) | {"fresh.jsonl.part", "copyB.jsonl"}  # copyB: copyA's bytes
+    assert (home.inbox / "copyB.jsonl").read_bytes() == (home.inbox / "copyA.jsonl").read_bytes()
     assert {p.name for p in home.inbox.iterdir()} == accounted
     again = land_and_process(defs, instance, raise_on_error=True)  # quarantined once, not at every scan
     assert not again.batches

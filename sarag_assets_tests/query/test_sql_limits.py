@@ -136,6 +136,34 @@ def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(wa
         "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
 
 
+# DuckDB sees an interrupt between chunks of 2,048 rows; one chunk of this takes minutes
+UNINTERRUPTIBLE = "SELECT sum(levenshtein(repeat('a', 10000), repeat('b', 10000) || range::VARCHAR)) FROM range(200)"
+
+
+def test_the_cli_ends_a_statement_duckdb_cannot_interrupt_with_the_same_line(warehouse):
+    result = _cli_sql(warehouse, UNINTERRUPTIBLE, 1)  # the subprocess's own timeout (300 s) guards a hang
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
+
+
+def test_a_long_lived_reader_ends_such_a_statement_and_goes_on_answering(warehouse):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sarag_assets.query.sql import IsolatedSql
+
+    isolated = IsolatedSql()
+    try:
+        with ThreadPoolExecutor(1) as waiting:  # the caller's own wait guards a hang
+            stuck = waiting.submit(isolated.run, warehouse, UNINTERRUPTIBLE, limits=SqlLimits(timeout_s=1))
+            with pytest.raises(SqlLimitExceeded, match="stopped after 1 s"):
+                stuck.result(timeout=120)
+        assert isolated.run(warehouse, "SELECT count(*) FROM t").rows == [(50,)]  # fresh processes answer
+        with pytest.raises(SqlRefused, match="got PRAGMA"):
+            isolated.run(warehouse, "PRAGMA version")
+    finally:
+        isolated.close()
+
+
 def test_a_reader_waits_for_a_writer_in_another_process_and_then_answers(warehouse):
     writer = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys, time\n"

@@ -110,7 +110,7 @@ def list_inbox(home: Home) -> list[Path]:
         return []
     files = []
     for path in home.inbox.rglob("*"):
-        if not path.is_file():
+        if path.is_symlink() or not path.is_file():  # links and pipes: `skipped_files` accounts for them
             continue
         rel = path.relative_to(home.inbox)
         if any(skipped_name(part) for part in rel.parts):
@@ -126,10 +126,32 @@ def skipped_files(home: Home) -> list[tuple[Path, str]]:
     out = []
     for path in sorted(home.inbox.rglob("*")):
         rel = path.relative_to(home.inbox)
+        try:
+            kind = not_readable(path)
+        except FileNotFoundError:
+            continue
         reasons = [r for part in rel.parts if (r := skipped_name(part))]
-        if reasons and path.is_file():
-            out.append((path, reasons[0]))
+        if kind or (reasons and path.is_file()):
+            out.append((path, kind or reasons[0]))
     return out
+
+
+# What the scanner never reads, whatever the name: a link's target may be any file of the server (its
+# bytes would reach the quarantine's excerpt), and a pipe would block the read.
+SYMLINK = "a symbolic link, which the inbox scanner does not follow; copy the file itself into the inbox"
+NOT_A_FILE = "not a regular file (a pipe, socket or device), which the inbox scanner does not read"
+
+
+def not_readable(path: Path) -> str | None:
+    """Why the scanner does not read this inbox entry (a symbolic link, a pipe), or None."""
+    import stat
+
+    mode = path.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        return SYMLINK
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        return NOT_A_FILE
+    return None
 
 
 def skipped_in_inbox(home: Home, *, now: float | None = None) -> list[str]:
@@ -141,25 +163,31 @@ def skipped_in_inbox(home: Home, *, now: float | None = None) -> list[str]:
     out = []
     for path, why in skipped_files(home):
         try:
-            if now - path.stat().st_mtime >= SETTLED_AFTER_S:
+            if now - path.lstat().st_mtime >= SETTLED_AFTER_S:
                 continue  # settled: quarantined by the scan
         except FileNotFoundError:
             continue
-        out.append(f"inbox/{path.relative_to(home.inbox).as_posix()}: not landed: {why}; rename it to land "
-                   f"it (it is quarantined once unchanged for {SETTLED_AFTER_S:.0f} s)")
+        advice = "" if why in (SYMLINK, NOT_A_FILE) else "; rename it to land it"
+        out.append(f"inbox/{path.relative_to(home.inbox).as_posix()}: not landed: {why}{advice} (it is "
+                   f"quarantined once unchanged for {SETTLED_AFTER_S:.0f} s)")
     return out
 
 
 def refuse_file(home: Home, path: Path, why: str) -> BatchManifest:
     """A batch that quarantines a settled file of a skipped name whole, with the reason (never parsed)."""
     relative = path.relative_to(home.inbox).as_posix()
-    file_hash, snapshot = snapshot_file(home, path)
+    if why in (SYMLINK, NOT_A_FILE):  # never read: what it points to stays out of the home
+        file_hash, snapshot = snapshot_bytes(home, f"{why}: {relative}".encode(), path)
+        refusal = f"not landed: {why}"
+    else:
+        file_hash, snapshot = snapshot_file(home, path)
+        refusal = f"not landed: {why}; rename the file to land it"
     manifest = BatchManifest(
         batch_key="refused-" + batch_key_for(relative, file_hash, 0, 1), source_file=relative,
         snapshot=snapshot.relative_to(home.root).as_posix(), file_hash=file_hash, source_format=None,
         record_start=0, record_end=1, chunk=0, n_chunks=1,
         landed_at=datetime.now(timezone.utc).isoformat(timespec="microseconds"),
-        refusal=f"not landed: {why}; rename the file to land it")
+        refusal=refusal)
     manifest.save(home)
     return manifest
 
@@ -184,6 +212,11 @@ def snapshot_file(home: Home, path: Path) -> tuple[str, Path]:
         raise FileVanished(f"{path.name}: file disappeared before it could be read") from exc
     except OSError as exc:
         raise FileVanished(f"{path.name}: could not be read ({exc.strerror or exc})") from exc
+    return snapshot_bytes(home, data, path)
+
+
+def snapshot_bytes(home: Home, data: bytes, path: Path) -> tuple[str, Path]:
+    """Store `data` (read from, or standing for, `path`) in the content-addressed store."""
     digest = hashlib.sha256(data).hexdigest()
     home.landed.mkdir(parents=True, exist_ok=True)
     target = home.landed / f"{digest}{''.join(path.suffixes[-2:]).lower()[:16]}"
@@ -246,7 +279,7 @@ def copy_into_inbox(home: Home, source: Path, source_format: str | None = None) 
     while target.exists() and _unlanded_other_bytes(home, target, digest):
         n += 1
         target = folder / f"{_stem(source.name)}-{n}{_suffixes(source.name)}"
-    tmp = folder / f".{target.name}.part"
+    tmp = folder / f".sarag-{digest[:16]}.part"  # hidden from the scanner, and short whatever the name's length
     shutil.copyfile(source, tmp)
     tmp.replace(target)
     return target
@@ -341,7 +374,7 @@ def scan_inbox(home: Home, seen: dict[str, list], *, max_per_batch: int, now: fl
     for path, why in skipped_files(home):
         relative = path.relative_to(home.inbox).as_posix()
         try:
-            stat = path.stat()
+            stat = path.lstat()  # a link's own times: its target is never read
         except FileNotFoundError:
             continue
         previous = seen.get(relative)
