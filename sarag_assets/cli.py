@@ -382,12 +382,14 @@ def cmd_sql(args) -> int:
 
     settings = Settings.load(args.home)
     limits = SqlLimits.from_settings(settings)
-    _hard_stop_after(limits.timeout_s)
+    hard_stop = _hard_stop_after(limits.timeout_s)
     try:
         state = published_state(settings.paths)
         result = run_select(state.warehouse, statement, limits=limits)
     except (SqlError, FileNotFoundError, HomeNotReady) as exc:
         raise CliError(str(exc)) from None
+    finally:
+        hard_stop.cancel()  # main() may be called in a longer-lived process
     if args.json:
         _print_json({"published_state": state.id, "columns": result.columns, "rows": [list(r) for r in result.rows],
                      "truncated": result.truncated})
@@ -399,7 +401,7 @@ def cmd_sql(args) -> int:
     return 0
 
 
-def _hard_stop_after(timeout_s: float) -> None:
+def _hard_stop_after(timeout_s: float):
     """End this process with the time limit's one line if DuckDB has not stopped the statement shortly
     after the limit (a per-row function it cannot interrupt in time)."""
     import threading
@@ -414,6 +416,7 @@ def _hard_stop_after(timeout_s: float) -> None:
     timer = threading.Timer(timeout_s + HARD_STOP_GRACE_S, stop)
     timer.daemon = True
     timer.start()
+    return timer
 
 
 def cmd_serve(args) -> int:

@@ -104,21 +104,31 @@ def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp
     assert not (home / "inbox" / "sarag.toml").exists()
 
 
-@pytest.mark.parametrize("damage", ["garbage", "directory", "missing copy", "unpublished", "no home"])
+@pytest.mark.parametrize("damage", ["garbage", "directory", "missing copy", "unpublished", "no home", "foreign"])
 def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(tmp_path, damage):
     home = tmp_path / "home"
-    if damage in ("garbage", "directory", "missing copy"):
+    if damage == "foreign":  # a DuckDB file, but not sarag's, as the published copy
+        import duckdb
+
+        other = tmp_path / "other.duckdb"
+        with duckdb.connect(str(other)) as con:
+            con.execute("CREATE TABLE invoices AS SELECT range AS n FROM range(10)")
+        publish_as_is(home, copy_of=other)
+    elif damage in ("garbage", "directory", "missing copy"):
         state = publish_as_is(home, bytes(range(256)) * 400 if damage == "garbage" else None)
         if damage == "directory":
             state.warehouse.mkdir()
     elif damage == "unpublished":  # a warehouse that was never published (or is being built)
         home.mkdir()
         (home / "warehouse.duckdb").write_bytes(bytes(range(256)) * 400)
-    for args in (("search", "my printer jams"), ("ask", "my printer jams"), ("sql", "SELECT 1")):
+    commands = [("search", "my printer jams"), ("ask", "my printer jams"), ("show", "c1")]
+    for args in commands + ([] if damage == "foreign" else [("sql", "SELECT 1")]):  # sql reads any table
         result = sarag(*args, env_home=home)
         assert result.returncode == 2, (args, result.stderr)
         assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
         assert "materialize" in result.stderr, (args, result.stderr)  # what to run
+        if damage == "foreign":  # the published copy is what is wrong: publishing again mends it
+            assert "the published warehouse copy cannot be read" in result.stderr and "aside" not in result.stderr
     sql = sarag("sql", "SELECT 1", env_home=home)
     if damage == "garbage":
         assert "cannot open the warehouse" in sql.stderr and str(home) not in sql.stderr

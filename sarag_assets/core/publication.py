@@ -282,34 +282,64 @@ def _sql_path(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _audit(state: PublishedState, home: Home) -> None:
-    """Fill `state.counts` and `state.audit`: do the pinned LanceDB tables hold exactly what the copied
-    warehouse calls for?"""
-    import duckdb
-
+def _called_for(con) -> tuple[dict[str, set[tuple[str, str]]], set[str]]:
+    """What a warehouse calls for in each LanceDB table, as (row id, batch) pairs (a row's id is its dialogue
+    id, or "<dialogue>#<node>"), and the current conversations that have text (each has passages)."""
     from sarag_assets.core.indices.store import (
-        CONVERSATION_PASSAGES,
         CONVERSATION_TEXTS,
         GRAPH_NODES,
         ISSUE_DOCUMENTS,
         SOLUTION_DOCUMENTS,
         TABLE_ROWS,
-        TABLES,
     )
 
+    conversations = set(con.execute("SELECT dialogue_id, batch_key FROM current_dialogue_versions").fetchall())
+    documents = set(con.execute(
+        "SELECT dialogue_id, batch_key FROM pseudo_documents JOIN current_dialogue_versions "
+        "USING (dialogue_id, batch_key)").fetchall())
+    nodes = set(con.execute(
+        "SELECT dialogue_id || '#' || node_id, batch_key FROM graph_nodes JOIN current_dialogue_versions "
+        "USING (dialogue_id, batch_key)").fetchall())
+    with_text = {d for (d,) in con.execute(
+        "SELECT DISTINCT dialogue_id FROM current_dialogues WHERE trim(text) <> ''").fetchall()}
+    return ({TABLE_ROWS: conversations, CONVERSATION_TEXTS: conversations, ISSUE_DOCUMENTS: documents,
+             SOLUTION_DOCUMENTS: documents, GRAPH_NODES: nodes}, with_text)
+
+
+def batches_out_of_step(home: Home) -> list[str]:
+    """The batches whose rows in the home's LanceDB tables differ from what its warehouse calls for (an index
+    step killed between two tables' writes, a table damaged by hand). Indexing them again heals the next
+    audit; nothing else would run them, since none of their inputs changed."""
+    from sarag_assets.core import warehouse
+    from sarag_assets.core.indices.store import CONVERSATION_PASSAGES, TABLE_ROWS, IndexStore
+
+    with warehouse.connect(home.warehouse, read_only=True) as con:
+        expected, with_text = _called_for(con)
+    store = IndexStore.open_for_read(str(home.lancedb))
+    batch_of = dict(expected[TABLE_ROWS])
+    out: set[str] = set()
+    for table, want in expected.items():
+        keys = store.row_keys(table)
+        held = set(zip(keys.column("id").to_pylist(), keys.column("batch_key").to_pylist()))
+        out |= {batch for _, batch in held ^ want}
+    keys = store.row_keys(CONVERSATION_PASSAGES)
+    held = set(zip(keys.column("dialogue_id").to_pylist(), keys.column("batch_key").to_pylist()))
+    out |= {batch for dialogue, batch in held if batch_of.get(dialogue) != batch}
+    out |= {batch_of[d] for d in with_text - {d for d, _ in held} if d in batch_of}
+    return sorted(out)
+
+
+def _audit(state: PublishedState, home: Home) -> None:
+    """Fill `state.counts` and `state.audit`: do the pinned LanceDB tables hold exactly what the copied
+    warehouse calls for?"""
+    import duckdb
+
+    from sarag_assets.core.indices.store import CONVERSATION_PASSAGES, TABLE_ROWS, TABLES
+
     with duckdb.connect(str(state.warehouse), read_only=True) as con:
-        conversations = set(con.execute("SELECT dialogue_id, batch_key FROM current_dialogue_versions").fetchall())
-        documents = set(con.execute(
-            "SELECT dialogue_id, batch_key FROM pseudo_documents JOIN current_dialogue_versions "
-            "USING (dialogue_id, batch_key)").fetchall())
-        nodes = set(con.execute(
-            "SELECT dialogue_id || '#' || node_id, batch_key FROM graph_nodes JOIN current_dialogue_versions "
-            "USING (dialogue_id, batch_key)").fetchall())
-        with_text = {d for (d,) in con.execute(
-            "SELECT DISTINCT dialogue_id FROM current_dialogues WHERE trim(text) <> ''").fetchall()}
+        expected, with_text = _called_for(con)
         state.metadata_version = (con.execute("SELECT max(version) FROM governance_state").fetchone() or [None])[0]
-    expected = {TABLE_ROWS: conversations, CONVERSATION_TEXTS: conversations, ISSUE_DOCUMENTS: documents,
-                SOLUTION_DOCUMENTS: documents, GRAPH_NODES: nodes}
+    conversations = expected[TABLE_ROWS]
     store = state.index_store(str(home.lancedb))
     mismatched, duplicated = {}, {}
     state.counts = {"conversations": len(conversations)}

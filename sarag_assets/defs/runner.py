@@ -247,6 +247,25 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
             or _outdated(instance, "published_state", ["staged_state"], None) or not _readable_state(defs)):
         return
     step("auditing and publishing")
+    resource = defs.resources.get("sarag_home")
+    if resource is not None and hasattr(resource, "home"):
+        # a batch whose index is out of step with the warehouse (an index step killed between two tables'
+        # writes, a table damaged by hand) would fail the audit at every run: none of its inputs changed,
+        # so nothing else indexes it again
+        from sarag_assets.core import publication
+        from sarag_assets.defs.partitions import conversation_batches
+
+        partitions = set(instance.get_dynamic_partitions(conversation_batches.name))
+        heal = [key for key in publication.batches_out_of_step(resource.home()) if key in partitions]
+        for key, again in launch.each("index_batch_job", heal, str,
+                                      lambda k: f"indexing batch {k} again (its index and warehouse disagreed)",
+                                      step):
+            (outcome.indexed if again.success else outcome.failed).append(key)
+        if outcome.failed:
+            outcome.problems.append("nothing published: a step failed; readers keep the last published state")
+            return
+        if heal:
+            step("auditing and publishing")
     run = launch.run("publish_job")
     if run.success:
         outcome.published = _published_id(instance, run.run_id)

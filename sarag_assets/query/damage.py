@@ -24,3 +24,17 @@ def damaged_store(exc: BaseException) -> str | None:
     if lance and isinstance(exc, (OSError, ValueError, RuntimeError)):
         return f"the LanceDB indices cannot be read ({first}); if they are damaged, {rebuild}"
     return None
+
+
+def reading_published_copy(load) -> None:
+    """Run `load`, which reads a published warehouse copy: a DuckDB error there (a damaged block names no
+    file) is the published state's, mended by publishing again, not by moving the live warehouse aside."""
+    import duckdb
+
+    from sarag_assets.core.publication import PublicationError
+
+    try:
+        load()
+    except duckdb.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:240]
+        raise PublicationError(f"the published warehouse copy cannot be read ({first})") from None

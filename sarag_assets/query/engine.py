@@ -59,6 +59,7 @@ from sarag_assets.core.indices.store import (
     SOLUTION_DOCUMENTS,
     TABLE_ROWS,
 )
+from sarag_assets.query.damage import reading_published_copy
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import TEXT_CHANNELS, fuse, neighbours, with_neighbours
 from sarag_assets.query.understanding import (
@@ -179,7 +180,7 @@ class Sarag:
         self.publication = state
         self.store = state.index_store(str(self.home.lancedb))
         self.dense = DenseIndexes(self.store, max_rows=self.config.exact_search_max_rows)
-        self._load_warehouse()
+        reading_published_copy(self._load_warehouse)  # its damage is mended by publishing again
         self._cluster_index = None
         self._cluster_model = None
 
