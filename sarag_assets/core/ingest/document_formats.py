@@ -23,6 +23,7 @@ from sarag_assets.core.ingest.drafts import (
     _norm_ts,
     _short,
 )
+from sarag_assets.core.ingest.json_numbers import NumberReader
 from sarag_assets.core.ingest.roles import _RawTurn, _Reject, role_of_label
 from sarag_assets.core.ingest.sniffing import _read_error
 
@@ -41,6 +42,7 @@ class _Entry:
     value: Any
     start: int  # char span of the entry in the document text
     end: int
+    problem: str | None = None  # a number the entry holds that no record can (NumberReader)
 
 
 def _load_document(fh, fmt: str) -> tuple[str, list[_Entry], bool]:
@@ -60,7 +62,7 @@ def _load_document(fh, fmt: str) -> tuple[str, list[_Entry], bool]:
     del data
     opener, closer = ("[", "]") if fmt in ("abcd", "tweetsumm") else ("{", "}")
     kind = "list" if opener == "[" else "object"
-    decoder = json.JSONDecoder()
+    numbers = NumberReader()
     entries: list[_Entry] = []
 
     def fail(msg: str, pos: int) -> _FileLevel:
@@ -94,12 +96,13 @@ def _load_document(fh, fmt: str) -> tuple[str, list[_Entry], bool]:
                     if i >= len(text) or text[i] != ":":
                         raise fail("expecting ':' delimiter", i)
                     i = _WS.match(text, i + 1).end()
-                value, i = decoder.raw_decode(text, i)
+                numbers.problems.clear()
+                value, i = numbers.decoder.raw_decode(text, i)
             except json.JSONDecodeError as exc:
                 raise fail(exc.msg, exc.pos) from None
             except RecursionError:
                 raise fail("nested too deeply", i) from None
-            entries.append(_Entry(index, key, value, start, i))
+            entries.append(_Entry(index, key, value, start, i, numbers.reason()))
             index += 1
             i = _WS.match(text, i).end()
             if i < len(text) and text[i] == ",":
@@ -116,6 +119,8 @@ def _load_document(fh, fmt: str) -> tuple[str, list[_Entry], bool]:
 
 
 def _entry_problem(text: str, entry: _Entry, bad_bytes: bool, max_bytes: int) -> str | None:
+    if entry.problem:
+        return entry.problem
     chars = entry.end - entry.start
     if chars * 4 > max_bytes:
         size = len(text[entry.start : entry.end].encode("utf-8", errors="surrogateescape"))

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
+from json import JSONDecodeError
 from typing import Any
 
 from sarag_assets.core.ingest.drafts import (
@@ -19,6 +19,7 @@ from sarag_assets.core.ingest.drafts import (
     _norm_ts,
     _short,
 )
+from sarag_assets.core.ingest.json_numbers import NumberReader
 from sarag_assets.core.ingest.roles import _explicit_role, _RawTurn, _Reject
 from sarag_assets.core.ingest.sniffing import _read_error
 
@@ -83,6 +84,7 @@ def _iter_lines(fh, max_bytes: int) -> Iterator[_Line]:
 
 
 def _jsonl_records(fh, max_bytes: int) -> Iterator[_Draft | _Bad]:
+    reader = NumberReader()
     for line in _iter_lines(fh, max_bytes):
         pos = line.number
         if line.oversized:
@@ -100,13 +102,16 @@ def _jsonl_records(fh, max_bytes: int) -> Iterator[_Draft | _Bad]:
             )
             continue
         try:
-            obj = json.loads(text)
-        except json.JSONDecodeError as exc:
+            obj = reader.loads(text)
+        except JSONDecodeError as exc:
             hint = "" if line.terminated else " (last line has no line ending: the file is probably truncated)"
             yield _Bad(pos, f"invalid JSON{hint}: {exc.msg} (column {exc.colno})", text)
             continue
         except RecursionError:
             yield _Bad(pos, "invalid JSON: nested too deeply", text)
+            continue
+        if reader.reason():
+            yield _Bad(pos, reader.reason(), text)
             continue
         try:
             yield _jsonl_draft(pos, obj, text)

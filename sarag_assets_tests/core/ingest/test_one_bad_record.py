@@ -1,0 +1,56 @@
+"""One bad record costs that record only: every good record of the file lands, the bad one is quarantined
+alone with its position and a reason a user understands, and nothing is swallowed into another record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sarag_assets.core.ingest.parsers import count_records, parse_file
+from sarag_assets_tests.paths import SAMPLES
+
+ABCD = SAMPLES / "abcd" / "abcd_sample.json"
+
+
+def turns(dialogue_id: str, ask: str = "my router drops wifi", fix: str = "move it to channel 6") -> dict:
+    return {"dialogue_id": dialogue_id, "turns": [{"speaker": "customer", "text": ask},
+                                                  {"speaker": "agent", "text": fix}]}
+
+
+def jsonl(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def landed_and_quarantined(path: Path) -> tuple[list[str], list[tuple[int, str]]]:
+    parsed = parse_file(path)
+    records = count_records(path)
+    assert parsed.records_landed == records == len(parsed.conversations) + len(parsed.quarantined)
+    for row in parsed.quarantined:
+        assert "a bug in sarag" not in row.reason
+    return [c.dialogue_id for c in parsed.conversations], [(q.position, q.reason) for q in parsed.quarantined]
+
+
+@pytest.mark.parametrize("value, reason", [
+    ("1" * 5000, "an integer of 5,000 digits"),
+    ("NaN", "NaN"), ("-Infinity", "-Infinity"), ("1e999", "1e999")])
+def test_a_number_json_cannot_hold_quarantines_its_record_only(tmp_path, value, reason):
+    bad = json.dumps(turns("b"))[:-1] + f', "metadata": {{"score": {value}}}}}'
+    landed, quarantined = landed_and_quarantined(jsonl(tmp_path / "n.jsonl", [
+        json.dumps(turns("a")), bad, json.dumps(turns("c"))]))
+    assert landed == ["a", "c"]
+    [(position, why)] = quarantined
+    assert position == 2 and why.startswith("invalid JSON: ") and reason in why
+
+
+def test_a_bad_number_in_one_entry_of_a_json_document_quarantines_that_entry_only(tmp_path):
+    entries = json.loads(ABCD.read_text(encoding="utf-8"))
+    entries[1]["scenario"]["score"] = "__BIG__"
+    path = tmp_path / "abcd.json"
+    path.write_text(json.dumps(entries).replace('"__BIG__"', "9" * 5000))
+    landed, quarantined = landed_and_quarantined(path)
+    assert len(landed) == len(entries) - 1
+    [(position, why)] = quarantined
+    assert position == 1 and why.startswith("invalid JSON: an integer of 5,000 digits")
