@@ -81,6 +81,9 @@ class _LineFeed:
             self.errors[self.number] = (
                 f"invalid UTF-8 at byte offset {self.offset + exc.start} of the file (line {self.number})"
             )
+        nul = data.find(b"\x00")
+        if nul >= 0:
+            self.errors[self.number] = f"NUL byte at byte offset {self.offset + nul} of the file (line {self.number})"
         self.offset += len(data)
         self.sizes[self.number] = len(data)
         self.last[self.number] = text

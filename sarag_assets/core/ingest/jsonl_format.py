@@ -91,6 +91,11 @@ def _jsonl_records(fh, max_bytes: int) -> Iterator[_Draft | _Bad]:
             reason = f"line is {line.size:,} bytes, over the {max_bytes:,}-byte record limit; not parsed"
             yield _Bad(pos, reason, line.data)
             continue
+        nul = line.data.find(b"\x00")
+        if nul >= 0:
+            yield _Bad(pos, f"NUL byte at byte offset {line.offset + nul} of the file (byte {nul} of line {pos}): "
+                            "not text", line.data)
+            continue
         try:
             text = line.data.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -50,7 +50,7 @@ def _read_head(path: Any) -> bytes:
     probe = head[:_BINARY_SNIFF_BYTES]
     if probe.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         raise _FileLevel("UTF-16 encoded file; only UTF-8 text is supported", head)
-    if b"\x00" in probe:
+    if b"\x00" in probe and not _text_records(head):
         raise _FileLevel("binary file (NUL bytes in the first 8 KB)", head)
     text = probe.decode("utf-8", errors="replace")
     if len(probe) == _BINARY_SNIFF_BYTES:
@@ -62,6 +62,15 @@ def _read_head(path: Any) -> bytes:
     if not head.removeprefix(_UTF8_BOM).strip():
         raise _FileLevel("empty file (only whitespace)", head)
     return head
+
+
+def _text_records(head: bytes) -> bool:
+    """Whether the head is of a format read record by record (JSONL, CSV): a NUL byte in it then costs
+    the record holding it, not the file."""
+    try:
+        return _sniff(head) in ("jsonl", "ubuntu_csv", "turn_csv")
+    except _FileLevel:
+        return False
 
 
 _CSV_ID_ALIASES = ("conversation_id", "dialogue_id", "dialog_id", "conv_id")

@@ -54,3 +54,28 @@ def test_a_bad_number_in_one_entry_of_a_json_document_quarantines_that_entry_onl
     assert len(landed) == len(entries) - 1
     [(position, why)] = quarantined
     assert position == 1 and why.startswith("invalid JSON: an integer of 5,000 digits")
+
+
+def nul_jsonl(tmp_path: Path, nul_at_line: int, lines: int = 81) -> Path:
+    records = [json.dumps(turns(f"d{i}")) for i in range(lines)]
+    records[nul_at_line] = records[nul_at_line].replace("wifi", "wi\x00fi")
+    return jsonl(tmp_path / "nul.jsonl", records)
+
+
+@pytest.mark.parametrize("nul_at_line", [0, 2, 70])  # all in the first 8 KB
+def test_a_nul_byte_in_a_jsonl_file_quarantines_its_line_wherever_it_is(tmp_path, nul_at_line):
+    landed, quarantined = landed_and_quarantined(nul_jsonl(tmp_path, nul_at_line))
+    assert len(landed) == 80
+    [(position, why)] = quarantined
+    assert position == nul_at_line + 1 and "NUL byte" in why
+
+
+def test_a_nul_byte_in_a_csv_quarantines_its_conversation_only(tmp_path):
+    path = tmp_path / "turns.csv"
+    path.write_bytes(b"conversation_id,turn,speaker,text\n"
+                     b"c1,0,customer,my printer\x00 jams\nc1,1,agent,clean the roller\n"
+                     b"c2,0,customer,wifi drops\nc2,1,agent,restart it\n")
+    landed, quarantined = landed_and_quarantined(path)
+    assert landed == ["c2"]
+    [(position, why)] = quarantined
+    assert position == 2 and "NUL byte" in why and "line 2" in why
