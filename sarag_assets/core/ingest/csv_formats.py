@@ -54,16 +54,24 @@ class _LineFeed:
 
     def __init__(self, fh):
         self.fh = fh
-        self.number = 0
+        self.number = 0  # the last line handed out
         self.offset = 0
         self.sizes: dict[int, int] = {}
         self.errors: dict[int, str] = {}
         self.last: dict[int, str] = {}
+        self.read = 0  # the last line read from the file (past `number` while lines are read again)
 
     def __iter__(self):
         return self
 
+    def again_from(self, number: int) -> None:
+        """Hand out the lines from `number` on again (they are still held: not taken yet)."""
+        self.number = number - 1
+
     def __next__(self) -> str:
+        if self.number < self.read:
+            self.number += 1
+            return self.last[self.number]
         try:
             data = self.fh.readline()
         except OSError as exc:
@@ -85,6 +93,7 @@ class _LineFeed:
         if nul >= 0:
             self.errors[self.number] = f"NUL byte at byte offset {self.offset + nul} of the file (line {self.number})"
         self.offset += len(data)
+        self.read = self.number
         self.sizes[self.number] = len(data)
         self.last[self.number] = text
         return text
@@ -147,20 +156,54 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
 
     groups: dict[str, _CsvGroup] = {}
     order: list[_CsvGroup | _Bad] = []
-    prev_line = reader.line_num
+
+    def group_of(gid: str, line: int) -> _CsvGroup:
+        group = groups.get(gid)
+        if group is None:
+            group = groups[gid] = _CsvGroup(gid, line)
+            order.append(group)
+        return group
+
+    def unclosed(first_line: int, last_line: int, problem: str) -> None:
+        """Quarantine the row's first line alone and read the lines after it again: a quote that does not
+        close would otherwise swallow the rows after it into one field."""
+        feed.again_from(first_line + 1)
+        _, _, text = feed.take(first_line, first_line)
+        reason = (f"row at line {first_line} {problem}; it cannot be read, and lines {first_line + 1}-{last_line} "
+                  "are read again as rows")
+        gid = _first_cell(text, index.get(cols["id"]))
+        if gid:  # the conversation lost a turn: it is quarantined whole, not landed without it
+            group = group_of(gid, first_line)
+            group.problem = group.problem or reason
+            if group.raw_chars < QUARANTINE_RAW_CHARS:
+                group.raw.append(text)
+                group.raw_chars += len(text)
+        else:
+            order.append(_Bad(first_line, reason, text))
+
+    prev_line = feed.number
     while True:
+        reader = csv.reader(feed)  # one per row: after a resynchronization lines are handed out again
         try:
             row = next(reader)
         except StopIteration:
             break
         except csv.Error as exc:
             first_line = prev_line + 1
-            _, _, text = feed.take(first_line, reader.line_num)
+            if feed.number > first_line:
+                unclosed(first_line, feed.number, f"opens a quoted field that is not read as CSV ({exc})")
+                prev_line = first_line
+                continue
+            _, _, text = feed.take(first_line, feed.number)
             order.append(_Bad(first_line, f"unreadable CSV row at line {first_line}: {exc}", text))
-            prev_line = reader.line_num
+            prev_line = feed.number
             continue
-        first_line, prev_line = prev_line + 1, reader.line_num
-        size, error, text = feed.take(first_line, reader.line_num)
+        first_line, prev_line = prev_line + 1, feed.number
+        if prev_line > first_line and not _closes_its_quotes(feed, first_line, prev_line):
+            unclosed(first_line, prev_line, "opens a quoted field that is never closed (an unclosed quote)")
+            prev_line = first_line
+            continue
+        size, error, text = feed.take(first_line, prev_line)
         if not row or all(not c.strip() for c in row):
             continue
         values = {name: (row[i] if i < len(row) else None) for name, i in index.items()}
@@ -168,10 +211,7 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
         if gid is None or not gid.strip():
             order.append(_Bad(first_line, f"row at line {first_line} has no {shown[cols['id']]}", text))
             continue
-        group = groups.get(gid)
-        if group is None:
-            group = groups[gid] = _CsvGroup(gid, first_line)
-            order.append(group)
+        group = group_of(gid, first_line)
         group.rows.append(_CsvRow(first_line, values, len(row)))
         group.size += size
         if group.raw_chars < QUARANTINE_RAW_CHARS:
@@ -199,6 +239,28 @@ def _csv_records(fh, fmt: str, max_bytes: int) -> Iterator[_Draft | _Bad]:
                 yield _csv_draft(fmt, gid, item, cols, raw)
             except _Reject as exc:
                 yield _Bad(item.line, str(exc), raw)
+
+
+def _closes_its_quotes(feed: _LineFeed, first: int, last: int) -> bool:
+    """Whether a row over several lines holds quoted fields with line breaks, not a quote left open that
+    swallowed the rows after it: read strictly, each quote closes before the end of the file, where a
+    field may end."""
+    lines = [feed.last[n] for n in range(first, last + 1)]
+    try:
+        rows = list(csv.reader(lines, strict=True))
+    except csv.Error:
+        return False
+    return len(rows) == 1
+
+
+def _first_cell(text: str, column: int | None) -> str | None:
+    """The cell of `column` in one line read alone, or None."""
+    try:
+        row = next(csv.reader([text]))
+    except (csv.Error, StopIteration):
+        return None
+    cell = row[column] if column is not None and column < len(row) else None
+    return cell if cell and cell.strip() else None
 
 
 def _csv_draft(fmt: str, gid: str, group: _CsvGroup, cols: dict[str, str | None], raw: str) -> _Draft:

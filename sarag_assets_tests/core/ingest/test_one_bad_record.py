@@ -56,6 +56,42 @@ def test_a_bad_number_in_one_entry_of_a_json_document_quarantines_that_entry_onl
     assert position == 1 and why.startswith("invalid JSON: an integer of 5,000 digits")
 
 
+def test_an_unclosed_quote_in_a_turn_csv_quarantines_what_it_cannot_read_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "turns.csv"
+    path.write_text("conversation_id,turn,speaker,text\n"
+                    'c1,0,customer,"unterminated quote\n'
+                    "c1,1,agent,ok\n"
+                    "c2,0,customer,hello my printer jams\n"
+                    "c2,1,agent,clean the roller\n")
+    landed, quarantined = landed_and_quarantined(path)
+    assert landed == ["c2"]  # c1 lost its first turn: it is not landed as if it had only the second
+    [(position, why)] = quarantined
+    assert position == 2 and "unclosed quote" in why and "line 2" in why
+
+
+def test_a_quoted_turn_over_several_lines_still_lands_whole(tmp_path):
+    path = tmp_path / "turns.csv"
+    path.write_text("conversation_id,turn,speaker,text\n"
+                    'c1,0,customer,"my printer\njams, ""always""\non page 2"\n'
+                    "c1,1,agent,clean the roller\n")
+    parsed = parse_file(path)
+    assert [t.text for t in parsed.conversations[0].turns] == ['my printer\njams, "always"\non page 2',
+                                                                "clean the roller"]
+
+
+def test_a_quote_closed_lines_later_does_not_swallow_the_rows_between(tmp_path):
+    path = tmp_path / "turns.csv"
+    path.write_text("conversation_id,turn,speaker,text\n"
+                    'c1,0,customer,"unterminated quote\n'
+                    "c2,0,customer,hello my printer jams\n"
+                    "c2,1,agent,clean the roller\n"
+                    'c3,0,customer,"quoted" wifi drops\n'
+                    "c3,1,agent,restart it\n")
+    landed, quarantined = landed_and_quarantined(path)
+    assert "c2" in landed and all("printer jams" not in why for _, why in quarantined)
+    assert any(position == 2 and "line 2" in why for position, why in quarantined)
+
+
 def nul_jsonl(tmp_path: Path, nul_at_line: int, lines: int = 81) -> Path:
     records = [json.dumps(turns(f"d{i}")) for i in range(lines)]
     records[nul_at_line] = records[nul_at_line].replace("wifi", "wi\x00fi")
