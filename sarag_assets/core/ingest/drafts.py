@@ -127,6 +127,8 @@ def _norm_id(value: Any, what: str = "dialogue_id") -> str:
         raise _Reject(f"empty {what}")
     if CONTROL_CHARACTERS.search(text):  # an id is printed and typed: an ESC in it would drive the terminal
         raise _Reject(f"{what} {_short(text)} holds control characters")
+    if _SURROGATE.search(text):  # replaced, it would be another id than the source's, and could meet one
+        raise _Reject(f"{what} {_short(text)} holds an unpaired surrogate, which is not Unicode text")
     return text
 
 
@@ -308,9 +310,7 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
     def bad(reason: str) -> QuarantineRecord:
         return _quarantine(source, draft.position, reason, draft.raw)
 
-    id_fixed = [0]
-    dialogue_id = _scrub(draft.dialogue_id, id_fixed)
-
+    dialogue_id = draft.dialogue_id
     kept = [t for t in draft.turns if t.text.strip()]
     dropped = len(draft.turns) - len(kept)
     if not kept:
@@ -353,7 +353,6 @@ def _finish(draft: _Draft, seen_ids: dict[str, int], source: str) -> Conversatio
     )
     metadata = _scrub(metadata, fixed)
     fields = _scrub(source_fields(draft.fields), [0])  # mostly the metadata again, counted there
-    fixed[0] += id_fixed[0]
     if fixed[0]:
         metadata["unpaired_surrogates_replaced"] = fixed[0]
     return Conversation(dialogue_id, turns, draft.position, metadata, fields)

@@ -115,3 +115,12 @@ def test_a_nul_byte_in_a_csv_quarantines_its_conversation_only(tmp_path):
     assert landed == ["c2"]
     [(position, why)] = quarantined
     assert position == 2 and "NUL byte" in why and "line 2" in why
+
+
+def test_an_id_holding_a_lone_surrogate_is_quarantined_not_changed(tmp_path):
+    landed, quarantined = landed_and_quarantined(jsonl(tmp_path / "s.jsonl", [
+        json.dumps(turns("ok")), json.dumps(turns("ab\ud800"))]))
+    assert landed == ["ok"]
+    [(position, why)] = quarantined
+    assert position == 2 and "dialogue_id" in why and "surrogate" in why
+    why.encode("utf-8")
