@@ -42,6 +42,9 @@ _FIRST_WORD = re.compile(r"\A(?:\s+|;|--[^\n]*(?:\n|\Z)|/\*.*?\*/|\()*([A-Za-z_]
 _SYSTEM_FUNCTION = re.compile(
     r"pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|memory|log\w*)|"
     r"current_setting|getenv|which_secret|query(?:_table)?|json_execute_serialized_sql", re.I)
+# The catalog's views over those functions (pg_catalog.pg_settings reads duckdb_settings()).
+_SYSTEM_VIEW = re.compile(r"pg_settings|pragma_\w+|duckdb_(?:databases|settings|extensions|temporary_files|secrets|"
+                          r"memory|log\w*)", re.I)
 # rows fetched at a time, so the result's own size is checked against the memory limit before more of it
 # becomes Python objects: one, since a single row may be tens of megabytes (at most sql_max_rows calls)
 FETCH_CHUNK = 1
@@ -101,31 +104,36 @@ def check_statement(statement: str) -> str:
     word = first.group(1).upper() if first else kind.name
     if kind != duckdb.StatementType.SELECT or word == "PRAGMA":
         raise SqlRefused(f"only SELECT statements are allowed, got {word}")
-    system = sorted(name for name in _functions_called(statements[0].query) if _SYSTEM_FUNCTION.fullmatch(name))
+    functions, tables = _names_used(statements[0].query)
+    system = sorted({name for name in functions if _SYSTEM_FUNCTION.fullmatch(name)}
+                    | {name for name in tables if _SYSTEM_VIEW.fullmatch(name)})
     if system:
         raise SqlRefused(f"refused: {system[0]} reports the server's own files or settings, or runs a "
                          "statement built from strings")
     return statement.strip().rstrip(";")
 
 
-def _functions_called(statement: str) -> set[str]:
-    """Every function and table function the statement calls, as DuckDB's parser reads it."""
+def _names_used(statement: str) -> tuple[set[str], set[str]]:
+    """Every function and table function the statement calls, and every table or view it reads, as DuckDB's
+    parser reads them."""
     with duckdb.connect(":memory:") as con:
         tree = json.loads(con.execute("SELECT json_serialize_sql(?)", [statement]).fetchone()[0])
     if tree.get("error"):
         raise SqlError(f"not valid SQL: {tree.get('error_message', 'cannot be parsed')}")
-    names: set[str] = set()
+    functions: set[str] = set()
+    tables: set[str] = set()
     stack = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, dict):
-            name = node.get("function_name")
-            if isinstance(name, str):
-                names.add(name.lower())
+            if isinstance(node.get("function_name"), str):
+                functions.add(node["function_name"].lower())
+            if node.get("type") == "BASE_TABLE" and isinstance(node.get("table_name"), str):
+                tables.add(node["table_name"].lower())
             stack.extend(node.values())
         elif isinstance(node, list):
             stack.extend(node)
-    return names
+    return functions, tables
 
 
 def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = None,

@@ -69,6 +69,17 @@ def test_system_functions_that_show_server_paths_are_refused(warehouse, statemen
         run_select(warehouse, statement)
 
 
+@pytest.mark.parametrize("statement", [
+    "SELECT name, setting FROM pg_catalog.pg_settings", "SELECT * FROM pg_settings WHERE name = 'secret_directory'",
+    'SELECT * FROM "pg_settings"', "SELECT path FROM duckdb_databases", "FROM main.pragma_database_list",
+    "SELECT count(*) FROM (SELECT * FROM pg_catalog.pg_settings)", "SELECT * FROM duckdb_logs"])
+def test_catalog_views_that_show_settings_or_paths_are_refused(warehouse, statement):
+    with pytest.raises(SqlRefused, match="the server's own files or settings"):
+        run_select(warehouse, statement)
+    # the rest of the catalog describes the warehouse's own tables, and stays readable
+    assert run_select(warehouse, "SELECT table_name FROM information_schema.tables").rows == [("t",)]
+
+
 @pytest.mark.parametrize("statement", [";PRAGMA version", " ; /* x */ PRAGMA storage_info('t')", ";;PRAGMA database_list"])
 def test_an_empty_statement_before_a_pragma_hides_nothing(warehouse, statement):
     with pytest.raises(SqlRefused, match="only SELECT statements are allowed, got PRAGMA$"):
