@@ -13,8 +13,10 @@ PRAGMAs (which DuckDB parses as SELECTs), the system functions that show the ser
 settings, and `query()` / `query_table()` (which would run a statement built from strings, past this
 check) are refused by name; a result that still holds the warehouse's path is refused too. Every
 statement runs within limits (`SqlLimits`, from the settings `sql_timeout_s`, `sql_memory_limit`,
-`sql_max_rows`): it is interrupted after the time limit, fails when it (or the rows it returns) needs
-more memory than the limit (nothing spills to disk), and returns at most the row limit.
+`sql_max_rows`, `sql_max_result_bytes`): it is interrupted after the time limit, fails when it (or the rows
+it returns) needs more memory than the limit (nothing spills to disk), returns at most the row limit, and
+is refused when its result holds more bytes than the result limit: a value over it is found inside DuckDB,
+before it is copied out (`_bounded`).
 Errors are one line and name no path on the server.
 """
 
@@ -57,10 +59,12 @@ class SqlLimits:
     timeout_s: float = 10.0
     memory_limit: str = "1GB"
     max_rows: int = MAX_ROWS
+    max_result_bytes: int = 10_000_000
 
     @classmethod
     def from_settings(cls, settings) -> "SqlLimits":
-        return cls(settings.sql_timeout_s, settings.sql_memory_limit, settings.sql_max_rows)
+        return cls(settings.sql_timeout_s, settings.sql_memory_limit, settings.sql_max_rows,
+                   settings.sql_max_result_bytes)
 
 
 class SqlError(ValueError):
@@ -151,7 +155,7 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
     timer.start()
     try:
         try:
-            cursor = con.execute(checked)
+            cursor = con.execute(_bounded(checked, limits.max_result_bytes))
             rows = _fetch(cursor, max_rows + 1, limits)
         except duckdb.InterruptException:
             raise SqlLimitExceeded(f"stopped after {limits.timeout_s:g} s, the time limit for a statement "
@@ -159,9 +163,15 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
         except duckdb.OutOfMemoryException:
             raise SqlLimitExceeded(f"stopped: the statement needs more than {limits.memory_limit} of memory "
                                    "(setting sql_memory_limit)") from None
+        except ResultTooLarge:
+            raise SqlLimitExceeded(f"the result is larger than {limits.max_result_bytes:,} bytes, the limit for a "
+                                   "result (setting sql_max_result_bytes)") from None
         except duckdb.PermissionException as exc:
             raise SqlRefused(f"refused: {_private(_first_line(exc), warehouse)}") from None
         except duckdb.Error as exc:
+            if _TOO_LARGE in str(exc):
+                raise SqlLimitExceeded(f"the result is larger than {limits.max_result_bytes:,} bytes, the limit for a "
+                                       "result (setting sql_max_result_bytes)") from None
             message = _private(_first_line(exc), warehouse)
             if "external access" in message.lower() or "read-only" in message.lower():
                 raise SqlRefused(f"refused: {message}") from None
@@ -176,9 +186,24 @@ def run_select(warehouse: str | Path, statement: str, *, max_rows: int | None = 
     return SqlResult(columns, rows[:max_rows], len(rows) > max_rows, checked, types)
 
 
+_TOO_LARGE = "sarag: a value of the result is over the result limit"
+
+
+class ResultTooLarge(Exception):
+    """The rows fetched add up to more than the result limit."""
+
+
+def _bounded(statement: str, max_bytes: int) -> str:
+    """The statement, failing inside DuckDB on a value whose text is longer than `max_bytes`: found before it
+    is copied out of DuckDB, where its size would be known only once it is a Python object. Rows past
+    that add up in `_fetch`. (Line breaks: the statement may end in a -- comment.)"""
+    return (f"SELECT * FROM (\n{statement}\n) AS sarag_result WHERE CASE WHEN "
+            f"strlen(CAST(COLUMNS(*) AS VARCHAR)) > {int(max_bytes)} THEN error('{_TOO_LARGE}') ELSE true END")
+
+
 def _fetch(cursor, n: int, limits: SqlLimits) -> list[tuple]:
     """Up to `n` rows, a few at a time: the rows become Python objects outside DuckDB's memory limit, so
-    their own size is held to it here."""
+    their own size is held to it, and to the result limit, here."""
     budget, used, rows = _bytes(limits.memory_limit), 0, []
     while len(rows) < n:
         chunk = cursor.fetchmany(min(FETCH_CHUNK, n - len(rows)))
@@ -188,6 +213,8 @@ def _fetch(cursor, n: int, limits: SqlLimits) -> list[tuple]:
         used += sum(len(v) if isinstance(v, (str, bytes)) else 16 for row in chunk for v in row)
         if budget is not None and used > budget:
             raise duckdb.OutOfMemoryException("the result is larger than the memory limit")
+        if used > limits.max_result_bytes:
+            raise ResultTooLarge()
     return rows
 
 

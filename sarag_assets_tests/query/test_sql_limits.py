@@ -121,8 +121,19 @@ def test_a_result_larger_than_the_memory_limit_is_stopped(warehouse):
     # each row is small for DuckDB to compute, but 10 MB once it is a Python string
     with pytest.raises(SqlLimitExceeded, match=r"more than 100MB of memory .*sql_memory_limit"):
         run_select(warehouse, "SELECT repeat('x', 10000000) FROM range(150)",
-                   limits=SqlLimits(timeout_s=600, memory_limit="100MB"))
+                   limits=SqlLimits(timeout_s=600, memory_limit="100MB", max_result_bytes=10**10))
     assert run_select(warehouse, "SELECT max(i) FROM t").rows == [(49,)]
+
+
+def test_a_result_larger_than_the_byte_limit_is_refused_before_it_is_fetched(warehouse):
+    with pytest.raises(SqlLimitExceeded, match=r"^the result is larger than 10,000,000 bytes, the limit for a "
+                                               r"result \(setting sql_max_result_bytes\)"):
+        run_select(warehouse, "SELECT repeat('x', 300000000)")
+    with pytest.raises(SqlLimitExceeded, match="larger than 2,000 bytes"):  # many small rows add up
+        run_select(warehouse, "SELECT i, repeat('y', 100) FROM t", limits=SqlLimits(max_result_bytes=2_000))
+    result = run_select(warehouse, "SELECT i, repeat('y', 100) AS y FROM t ORDER BY i DESC",
+                        limits=SqlLimits(max_result_bytes=20_000))
+    assert result.columns == ["i", "y"] and [r[0] for r in result.rows] == list(range(49, -1, -1))
 
 
 def test_error_messages_name_no_server_path(warehouse):
@@ -149,6 +160,13 @@ def test_the_cli_stops_a_statement_at_the_configured_time_limit_with_one_line(wa
 
 # DuckDB sees an interrupt between chunks of 2,048 rows; one chunk of this takes minutes
 UNINTERRUPTIBLE = "SELECT sum(levenshtein(repeat('a', 10000), repeat('b', 10000) || range::VARCHAR)) FROM range(200)"
+
+
+def test_the_cli_refuses_a_result_of_300_megabytes_with_one_line(warehouse):
+    result = _cli_sql(warehouse, "SELECT repeat('x', 300000000) AS big", 60)
+    assert result.returncode == 2 and result.stderr.strip().splitlines() == [
+        "sarag: error: the result is larger than 10,000,000 bytes, the limit for a result (setting "
+        "sql_max_result_bytes)"]
 
 
 def test_the_cli_ends_a_statement_duckdb_cannot_interrupt_with_the_same_line(warehouse):
