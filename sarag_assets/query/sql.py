@@ -276,52 +276,102 @@ HARD_STOP_GRACE_S = 3.0
 
 
 class IsolatedSql:
-    """`run_select` in child processes that are ended when a statement outlives its time limit (what a
-    long-lived reader such as the service uses: a thread cannot be stopped, a process can). The children
-    are started and warmed when this opens; after a hard stop, new ones replace them."""
+    """`run_select` in child processes, one statement in a process at a time (what a long-lived reader such as
+    the service uses: a thread cannot be stopped, a process can). A statement that outlives its time limit is
+    ended with its own process, and no other statement shares it; its limit counts from when it starts in its
+    process, not while it waits for one. `workers` started and warmed processes wait for statements; more
+    start when more statements run at once, at most `max_running` (the others wait for one to finish)."""
 
-    def __init__(self, workers: int = 2):
+    def __init__(self, workers: int = 2, max_running: int = 4):
         self.workers = workers
         self._lock = threading.Lock()
-        self._pool = self._start()
-
-    def _start(self):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        # spawn, not fork: the parent holds threads and native libraries (the model, uvicorn)
-        pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
-        for warm in [pool.submit(check_statement, "SELECT 1") for _ in range(self.workers)]:
-            warm.result()
-        return pool
+        self._running = threading.BoundedSemaphore(max_running)
+        self._closed = False
+        self._idle = [_Worker() for _ in range(workers)]
 
     def run(self, warehouse: str | Path, statement: str, *, max_rows: int | None = None,
             limits: SqlLimits | None = None) -> SqlResult:
-        from concurrent.futures import TimeoutError as Late
-        from concurrent.futures.process import BrokenProcessPool
-
         limits = limits or SqlLimits()
         check_statement(statement)  # refused here, without a round trip
-        pool = self._pool
-        future = pool.submit(run_select, str(warehouse), statement, max_rows=max_rows, limits=limits)
-        try:
-            return future.result(timeout=limits.timeout_s + HARD_STOP_GRACE_S)
-        except Late:
-            self._restart(pool)
-            raise SqlLimitExceeded(f"stopped after {limits.timeout_s:g} s, the time limit for a statement "
-                                   "(setting sql_timeout_s)") from None
-        except BrokenProcessPool:  # another statement's hard stop ended this one's process too
-            raise SqlLimitExceeded("stopped with another statement that outlived its time limit; run it "
-                                   "again") from None
+        with self._running:
+            worker = self._take()
+            try:
+                outcome = worker.run((str(warehouse), statement), {"max_rows": max_rows, "limits": limits},
+                                     limits.timeout_s + HARD_STOP_GRACE_S)
+            except BaseException:
+                worker.end()
+                raise
+            self._give_back(worker)
+        kind, value = outcome
+        if kind == "error":
+            raise value
+        return value
 
-    def _restart(self, pool) -> None:
+    def _take(self) -> "_Worker":
         with self._lock:
-            if self._pool is not pool:
-                return  # another request restarted it already
-            for process in list(getattr(pool, "_processes", {}).values()):
-                process.kill()
-            pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = self._start()
+            if self._idle:
+                return self._idle.pop()
+        return _Worker()
+
+    def _give_back(self, worker: "_Worker") -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self.workers:
+                self._idle.append(worker)
+                return
+        worker.end()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.end()
+
+
+class _Worker:
+    """One child process running one statement at a time (`_serve`)."""
+
+    def __init__(self):
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")  # not fork: the parent holds threads and native libraries
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_serve, args=(child,), daemon=True, name="sarag-sql")
+        self.process.start()
+        child.close()
+        self.connection.recv()  # imported and warmed: starting is not the statement's time
+
+    def run(self, args: tuple, kwargs: dict, hard_stop_s: float) -> tuple[str, Any]:
+        self.connection.send((args, kwargs))
+        if not self.connection.poll(hard_stop_s):
+            timeout_s = kwargs["limits"].timeout_s
+            raise SqlLimitExceeded(f"stopped after {timeout_s:g} s, the time limit for a statement (setting "
+                                   "sql_timeout_s)")
+        try:
+            return self.connection.recv()
+        except EOFError:  # the process died under it: the system ended it (out of memory, a signal)
+            raise SqlError("the process running the statement ended (out of memory?); run it again") from None
+
+    def end(self) -> None:
+        self.process.kill()
+        self.process.join(timeout=10)
+        self.connection.close()
+
+
+def _serve(connection) -> None:
+    """A `_Worker`'s process: statements in, ("ok", SqlResult) or ("error", exception) out."""
+    check_statement("SELECT 1")
+    connection.send("ready")
+    while True:
+        try:
+            args, kwargs = connection.recv()
+        except EOFError:  # the parent closed its end
+            return
+        try:
+            outcome = ("ok", run_select(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - the caller raises it
+            outcome = ("error", exc)
+        try:
+            connection.send(outcome)
+        except Exception as exc:  # noqa: BLE001 - an exception that does not pickle
+            connection.send(("error", SqlError(f"the statement failed: {_first_line(exc)}")))

@@ -193,6 +193,28 @@ def test_a_long_lived_reader_ends_such_a_statement_and_goes_on_answering(warehou
         isolated.close()
 
 
+def test_a_runaway_statement_fails_no_statement_that_kept_to_its_limit(warehouse):
+    """Four statements DuckDB cannot interrupt and one quick count, sent at once: the runaways are ended, each
+    with its own process; the count, whose limit is shorter than its wait for a process, answers."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sarag_assets.query.sql import IsolatedSql
+
+    isolated = IsolatedSql()
+    try:
+        with ThreadPoolExecutor(5) as callers:  # the callers' own waits guard a hang
+            runaways = [callers.submit(isolated.run, warehouse, UNINTERRUPTIBLE, limits=SqlLimits(timeout_s=2))
+                        for _ in range(4)]
+            quick = callers.submit(isolated.run, warehouse, "SELECT count(*) FROM t", limits=SqlLimits(timeout_s=2))
+            assert quick.result(timeout=300).rows == [(50,)]
+            for runaway in runaways:
+                with pytest.raises(SqlLimitExceeded, match="stopped after 2 s"):
+                    runaway.result(timeout=300)
+        assert isolated.run(warehouse, "SELECT max(i) FROM t").rows == [(49,)]
+    finally:
+        isolated.close()
+
+
 def test_a_reader_waits_for_a_writer_in_another_process_and_then_answers(warehouse):
     writer = subprocess.Popen(
         [sys.executable, "-c", "import duckdb, sys, time\n"
