@@ -20,11 +20,10 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Request, Security
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 
 from sarag_assets.query.engine import is_weak
 from sarag_assets.settings import Home
@@ -51,6 +50,14 @@ class Turn(BaseModel):
     text: str = Field(..., min_length=1, max_length=MAX_TEXT, pattern=_SAID)
 
 
+def _json_integer(value: Any) -> Any:
+    """JSON's integer (10, or 10.0 as JSON Schema allows), not "10" or true, which pydantic's lax mode takes."""
+    if isinstance(value, (bool, str)):
+        raise ValueError(f"a JSON integer is expected, not a {'boolean' if isinstance(value, bool) else 'string'}")
+    return value
+
+
+Count = Annotated[int, BeforeValidator(_json_integer)]
 Question = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT, pattern=_SAID)]
 Conversation = Annotated[list[Turn], Field(min_length=1, max_length=MAX_TURNS)]
 
@@ -65,7 +72,7 @@ class QueryIn(BaseModel):
 
 
 class SearchIn(QueryIn):
-    k: int = Field(10, ge=1, le=MAX_K, description="how many past conversations")
+    k: Count = Field(10, ge=1, le=MAX_K, description="how many past conversations")
     # strict: JSON Schema's boolean is true or false, not 0 or "yes" (its integer does take 18.0)
     explain: bool = Field(False, strict=True,
                           description="add each channel's rank and score (how the ranking was fused)")
@@ -73,7 +80,7 @@ class SearchIn(QueryIn):
 
 class AskIn(QueryIn):
     # the page, the CLI and the Python API answer from the 5 closest conversations; so does the API
-    k: int = Field(5, ge=1, le=MAX_ASK_K, description="how many past conversations the answer reads")
+    k: Count = Field(5, ge=1, le=MAX_ASK_K, description="how many past conversations the answer reads")
 
 
 class Matched(BaseModel):
@@ -294,9 +301,9 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
 
     @app.exception_handler(RequestValidationError)
     async def _invalid_request(request: Request, exc: RequestValidationError):
-        # FastAPI's own handler echoes the input back, and a lone surrogate in it ("\ud800" in the JSON)
-        # cannot be encoded: a 500 for the asker's mistake. The same 422, with such characters escaped.
-        return JSONResponse({"detail": _encodable(jsonable_encoder(exc.errors()))}, status_code=422)
+        # FastAPI's own handler echoes the input back: megabytes of it, or a NaN or a lone surrogate that
+        # JSON cannot encode (a 500 for the asker's mistake). Where and what is wrong is enough.
+        return JSONResponse({"detail": [_problem(error) for error in exc.errors()]}, status_code=422)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     def page() -> str:
@@ -399,15 +406,17 @@ def _hit(hit, origin: dict, strength: float | None, explain: bool) -> Hit:
         channels=hit.channels if explain else None)
 
 
+def _problem(error: dict) -> dict:
+    """One validation error as where and what, without the input (nor the 60-KB white-space pattern)."""
+    message = "should hold something besides white space" if error["type"] == "string_pattern_mismatch" \
+        else str(error.get("msg", "invalid"))
+    where = [part if isinstance(part, int) else str(part) for part in error.get("loc", ())]
+    return {"loc": [_encodable(part) for part in where], "msg": _encodable(message[:300]), "type": error["type"]}
+
+
 def _encodable(value):
-    """`value` with every string made encodable as UTF-8 (a lone surrogate becomes its escape)."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, list):
-        return [_encodable(v) for v in value]
-    if isinstance(value, dict):
-        return {_encodable(k): _encodable(v) for k, v in value.items()}
-    return value
+    """`value` made encodable as UTF-8 (a lone surrogate in a key the asker sent becomes its escape)."""
+    return value.encode("utf-8", "backslashreplace").decode("utf-8") if isinstance(value, str) else value
 
 
 def _plain(value):

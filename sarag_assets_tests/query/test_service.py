@@ -190,11 +190,13 @@ def test_ask_cites_conversations_that_open(service):
 def test_sql_is_read_only_and_bounded_over_http(service, built_home):
     counted = service.post("/api/sql", {"statement": "SELECT count(*) FROM conversation_table"}).json()
     assert counted["rows"] == [[publication.current(built_home).counts["conversations"]]]
-    for statement in ("DROP TABLE raw_dialogues", "PRAGMA database_list", "SELECT * FROM read_csv('/etc/passwd')"):
+    for statement in ("DROP TABLE raw_dialogues", "PRAGMA database_list", "SELECT * FROM read_csv('/etc/passwd')",
+                      "SELECT name, setting FROM pg_catalog.pg_settings", "SELECT repeat('x', 300000000)"):
         refused = service.post("/api/sql", {"statement": statement})
         assert refused.status_code == 400, (statement, refused.text)
         detail = refused.json()["detail"]
         assert "\n" not in detail and str(built_home.root) not in detail
+        assert len(refused.content) < 1_000
     many = service.post("/api/sql", {"statement": "SELECT range FROM range(5000)"}).json()
     assert len(many["rows"]) == 1000 and many["truncated"]
 
@@ -216,7 +218,30 @@ def test_a_lone_surrogate_in_a_request_is_a_422_not_a_500(service, path, body):
     # JSON may spell a lone surrogate ("\ud800"); UTF-8 cannot, so echoing it back in the error broke the 422
     response = service.post(path, body)
     assert response.status_code == 422, response.text
-    assert "\\ud" in response.text  # the error names the input, escaped
+    assert "\\ud" not in response.text and response.json()["detail"][0]["loc"][0] == "body"  # where, not what
+
+
+def raw_post(service, path: str, body: bytes, timeout: float = 30) -> requests.Response:
+    return requests.post(service.url + path, data=body, timeout=timeout,
+                         headers={**service.headers(), "Content-Type": "application/json"})
+
+
+@pytest.mark.parametrize("path, body", [
+    ("/api/search", b'{"query": "printer", "k": NaN}'), ("/api/search", b'{"query": "printer", "k": Infinity}'),
+    ("/api/ask", b'{"query": "printer", "k": -Infinity}'), ("/api/sql", b'{"statement": NaN}'),
+    ("/api/search", b'{"query": "printer", "k": "10"}'), ("/api/ask", b'{"query": "printer", "k": true}')])
+def test_a_number_json_does_not_have_or_a_k_that_is_no_integer_is_a_422(service, path, body):
+    response = raw_post(service, path, body)
+    assert response.status_code == 422, response.text
+    [problem] = response.json()["detail"]
+    assert problem["loc"][-1] in ("k", "statement") and problem["msg"]
+
+
+def test_a_422_names_where_and_what_and_never_echoes_the_input(service):
+    response = service.post("/api/search", {"query": "x" * 30_000 + "MARKER", "k": 3})
+    assert response.status_code == 422
+    assert "MARKER" not in response.text and len(response.content) < 1_000
+    assert response.json()["detail"][0]["loc"] == ["body", "query", "str"]
 
 
 def test_the_openapi_description_lists_every_route(service):
