@@ -24,8 +24,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sarag_assets.query.engine import is_weak
+from sarag_assets.service.body_limit import BodyLimit
 from sarag_assets.settings import Home
 
 log = logging.getLogger("sarag.serve")
@@ -173,6 +175,7 @@ class ErrorOut(BaseModel):
 
 ERRORS = {400: {"model": ErrorOut, "description": "the request cannot be answered as asked"},
           401: {"model": ErrorOut, "description": "a missing or wrong API key"},
+          413: {"model": ErrorOut, "description": "a request body over the size limit (setting max_request_bytes)"},
           503: {"model": ErrorOut, "description": "nothing published yet, or the state cannot be read"}}
 
 
@@ -275,11 +278,14 @@ def _one_line(exc: BaseException, home: Home) -> str:
 
 def create_app(home: Home, *, api_key: str | None = None, check_every_s: float = 2.0) -> FastAPI:
     from sarag_assets.service.page import PAGE
+    from sarag_assets.settings import Settings
 
+    max_body = Settings.load(home.root).max_request_bytes
     engines = Engines(home, check_every_s=check_every_s)
     app = FastAPI(title="sarag", version=_version(), description=(
         "Past support conversations, searched and answered from the last published state of a sarag home."),
         lifespan=_lifespan(engines))
+    app.add_middleware(BodyLimit, max_bytes=max_body)
     app.state.engines = engines
 
     # declared as security schemes, so that the API's description (and /docs) knows the key
@@ -295,8 +301,8 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
 
     guarded = [Depends(authorized)] if api_key else []
 
-    @app.exception_handler(HTTPException)
-    async def _http_error(request: Request, exc: HTTPException):
+    @app.exception_handler(StarletteHTTPException)  # FastAPI's and Starlette's (BodyLimit's 413)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
         return JSONResponse({"detail": str(exc.detail)}, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)

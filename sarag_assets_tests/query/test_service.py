@@ -244,6 +244,38 @@ def test_a_422_names_where_and_what_and_never_echoes_the_input(service):
     assert response.json()["detail"][0]["loc"] == ["body", "query", "str"]
 
 
+def test_a_body_over_the_size_limit_is_refused_unread_and_health_answers_meanwhile(service):
+    from concurrent.futures import ThreadPoolExecutor
+
+    huge = json.dumps({"query": [{"speaker": "user", "text": "printer " * 2_000}] * 600}).encode()  # ~10 MB
+    assert len(huge) > 9_000_000
+
+    def chunks():
+        for start in range(0, len(huge), 65_536):
+            yield huge[start:start + 65_536]
+
+    with ThreadPoolExecutor(4) as senders:
+        declared = [senders.submit(raw_post, service, "/api/search", huge) for _ in range(2)]
+        streamed = senders.submit(raw_post, service, "/api/search", chunks())  # no Content-Length
+        # a request held up behind the parsing of another's body would miss this hang guard
+        healths = [requests.get(service.url + "/api/health", timeout=10).status_code for _ in range(5)]
+        refused = [future.result() for future in declared + [streamed]]
+    assert healths == [200] * 5
+    for response in refused:
+        assert response.status_code == 413 and len(response.content) < 200
+        assert response.json()["detail"] == "the request body is larger than 1,000,000 bytes (setting max_request_bytes)"
+    # the limit is the body's, whatever it holds: just under it, an invalid request is a plain 422
+    assert raw_post(service, "/api/search", json.dumps({"query": " " * 900_000}).encode()).status_code == 422
+
+
+def test_a_client_sending_its_body_slowly_holds_up_no_one(service):
+    with socket.create_connection(("127.0.0.1", service.port), timeout=30) as slow:
+        slow.sendall(f"POST /api/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"X-API-Key: {KEY}\r\nContent-Length: 500000\r\n\r\n{{\"query\": \"".encode())
+        assert requests.get(service.url + "/api/health", timeout=10).status_code == 200
+        assert service.post("/api/search", {"query": "printer jams", "k": 2}).status_code == 200
+
+
 def test_the_openapi_description_lists_every_route(service):
     spec = requests.get(service.url + "/openapi.json", timeout=30).json()
     assert {"/api/health", "/api/search", "/api/ask", "/api/sql", "/api/conversations/{dialogue_id}"} <= set(spec["paths"])
