@@ -213,7 +213,9 @@ def stage(home: Home) -> PublishedState:
 
     out = folder(home)
     out.mkdir(parents=True, exist_ok=True)
-    for leftover in out.glob("*.duckdb.part"):  # a stage killed midway; staging runs one at a time
+    # a stage or a record's write killed midway: the copy, DuckDB's log of it (.part.wal), a record or
+    # CURRENT being replaced. Staging and publishing run one at a time, so none of them is being written now
+    for leftover in out.glob("*.part*"):
         leftover.unlink(missing_ok=True)
     for copy in out.glob("*.duckdb"):  # killed between the copy and its record
         if not copy.with_suffix(".json").exists():

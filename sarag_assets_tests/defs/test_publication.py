@@ -233,6 +233,32 @@ def _shared_instance(tmp_path: Path) -> tuple[dg.DagsterInstance, Path]:
     return dg.DagsterInstance.from_config(str(dagster_home)), dagster_home
 
 
+def test_a_stage_killed_while_copying_leaves_no_part_file_after_the_next_run(tmp_path):
+    from sarag_assets.core import warehouse
+
+    home = Home(tmp_path / "home").ensure()
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.ensure_schema(con)  # and a table big enough that its copy takes a while to kill it in
+        con.execute("CREATE TABLE ballast AS SELECT range AS i, repeat('x', 200) || range::VARCHAR AS s "
+                    "FROM range(1500000)")
+    stager = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from pathlib import Path; from sarag_assets.core import publication; "
+         "from sarag_assets.settings import Home; publication.stage(Home(Path(sys.argv[1])))", str(home.root)],
+        env={**os.environ, "PYTHONPATH": str(REPO)})
+    folder = publication.folder(home)
+    deadline = time.monotonic() + HANG_GUARD_S
+    while not list(folder.glob("*.duckdb.part.wal")):  # DuckDB's log of the copy being written
+        assert stager.poll() is None, "the stage ended before it could be killed while copying"
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    stager.kill()
+    stager.wait(timeout=60)
+    assert {p.name.split(".", 1)[1] for p in folder.glob("*.part*")} >= {"duckdb.part", "duckdb.part.wal"}
+
+    staged = publication.stage(home)  # the next run
+    assert sorted(p.name for p in folder.iterdir()) == [f"{staged.id}.duckdb", f"{staged.id}.json"]
+
+
 def test_twenty_reader_processes_during_a_materialization_never_fail(home, tmp_path, defs):
     instance, dagster_home = _shared_instance(tmp_path)
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
