@@ -66,15 +66,15 @@ def cmd_land(args) -> int:
         raise CliError(f"unknown format {args.format!r}; known: {', '.join(FORMATS)}")
     for name in args.files:  # every file is checked before any is copied: all land or none
         if not Path(name).is_file():
-            raise CliError(f"{name}: no such file")
+            raise CliError(f"{_visible_name(name)}: no such file")
         refusal = landing_refusal(Path(name).name)
         if refusal:
-            raise CliError(_visible(refusal))
+            raise CliError(_visible_name(refusal))
     for name in args.files:
         try:
-            print(_visible(copy_into_inbox(home, Path(name), args.format)))
+            print(_visible_name(copy_into_inbox(home, Path(name), args.format)))
         except OSError as exc:  # the files printed above are in the inbox; this one and the rest are not
-            raise CliError(f"{_visible(name)}: cannot be copied into the inbox ({exc.strerror or exc})") from None
+            raise CliError(f"{_visible_name(name)}: cannot be copied into the inbox ({exc.strerror or exc})") from None
     return 0
 
 
@@ -517,6 +517,13 @@ def _visible(text) -> str:
     from sarag_assets.core.conversation import CONTROL_CHARACTERS
 
     return CONTROL_CHARACTERS.sub(lambda m: ascii(m.group())[1:-1], str(text))
+
+
+def _visible_name(name) -> str:
+    """A file name on one line: its tabs and line breaks escaped too (`_visible` keeps them, for texts)."""
+    import re
+
+    return re.sub(r"[\t\n\v\f\r\x85\u2028\u2029]", lambda m: ascii(m.group())[1:-1], _visible(name))
 
 
 def _one_line(text: str, limit: int = 100) -> str:

@@ -80,13 +80,16 @@ def test_land_takes_a_name_as_long_as_the_file_system_allows_and_prints_control_
     text = json.dumps({"dialogue_id": "c1", "turns": [{"speaker": "user", "text": "help"}]}) + "\n"
     long_name = tmp_path / ("L" * 249 + ".jsonl")  # 255 bytes: the most a name may have here
     escaped = tmp_path / "esc\x1b[31m.jsonl"
-    for path in (long_name, escaped):
+    two_lines = tmp_path / "two\nlines\t.jsonl"  # one printed line per file landed, whatever its name
+    for path in (long_name, escaped, two_lines):
         path.write_text(text)
-    done = sarag("land", str(long_name), str(escaped), env_home=home)
+    done = sarag("land", str(long_name), str(escaped), str(two_lines), env_home=home)
     assert done.returncode == 0, done.stderr
     assert (home / "inbox" / long_name.name).read_text() == text and (home / "inbox" / escaped.name).exists()
     assert "\x1b" not in done.stdout and "esc\\x1b[31m.jsonl" in done.stdout  # shown, not obeyed
-    assert sorted(p.name for p in (home / "inbox").iterdir()) == sorted([long_name.name, escaped.name])
+    printed = done.stdout.splitlines()
+    assert len(printed) == 3 and printed[2].endswith("two\\nlines\\t.jsonl")
+    assert sorted(p.name for p in (home / "inbox").iterdir()) == sorted([long_name.name, escaped.name, two_lines.name])
 
 
 def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp_path):
