@@ -8,17 +8,26 @@ export TRANSFORMERS_OFFLINE := 1
 SARAG_HOME ?= data
 export SARAG_HOME
 export DAGSTER_HOME := $(abspath $(SARAG_HOME))/dagster_home
+# PyTorch's own index of CPU-only wheels: PyPI's Linux torch brings about 20 CUDA packages (several GB).
+# With --retries 0 a machine that cannot reach it falls back to the registry at once.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: install demo test ui clean
 
 install: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
+	@echo "sarag install 1/4: a virtual environment in $(VENV)"
 	$(PYTHON) -m venv $(VENV)
+	@echo "sarag install 2/4: pip itself"
 	$(BIN)/pip install --quiet --no-cache-dir --upgrade pip
-	# CPU build from the local wheel; an unpinned torch would pull gigabytes of CUDA packages.
-	$(BIN)/pip install --quiet --no-cache-dir torch==2.13.0
+	@echo "sarag install 3/4: torch 2.13.0, the CPU-only build ($(TORCH_INDEX), else the registry)"
+	$(BIN)/pip install --quiet --no-cache-dir --index-url $(TORCH_INDEX) --timeout 10 --retries 0 torch==2.13.0 \
+	  || { echo "sarag install: $(TORCH_INDEX) cannot be reached; torch 2.13.0 from the registry"; \
+	       $(BIN)/pip install --quiet --no-cache-dir torch==2.13.0; }
+	@echo "sarag install 4/4: sarag and its pinned dependencies (the longest step: about 3 minutes here)"
 	$(BIN)/pip install --quiet --no-cache-dir -e '.[dev]'
+	@$(BIN)/python -c 'import torch; print("sarag install: done; torch", torch.__version__, torch.version.cuda or "CPU-only")'
 	touch $@
 
 demo: install
