@@ -289,4 +289,12 @@ class IsolatedSql:
             self._pool = self._start()
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        """End the child processes now, a statement in flight with them, and wait until they are gone: the
+        caller may be ended right after (uvicorn re-raises SIGTERM after its shutdown, which skips the
+        interpreter's exit handlers), and a child left waiting on its queue would outlive it for good."""
+        processes = list(getattr(self._pool, "_processes", {}).values())
+        for process in processes:
+            process.terminate()
+        self._pool.shutdown(wait=True, cancel_futures=True)
+        for process in processes:
+            process.join()

@@ -236,7 +236,9 @@ class Engines:
                 return False
             self._engine, self._problem = fresh, None
         if old is not None:  # requests that took it finish first
-            threading.Timer(60, old.close).start()
+            closer = threading.Timer(60, old.close)
+            closer.daemon = True  # a stopping service does not wait for it
+            closer.start()
         log.info("serving published state %s", fresh.publication.id)
         return True
 

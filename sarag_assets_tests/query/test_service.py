@@ -3,8 +3,10 @@ asked over real HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -382,3 +384,27 @@ def test_a_busy_port_is_one_line_before_the_model_loads(tmp_path):
     assert started.stderr.strip().splitlines() == [
         f"sarag: error: cannot listen on 127.0.0.1:{port}: Address already in use (another `sarag serve`? "
         "choose another --port)"]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
+    """systemd and docker stop with SIGTERM: the SQL child processes and multiprocessing's resource tracker
+    end with the service (before, they were re-parented to PID 1 and lived on, ~200 MB each)."""
+    import psutil
+
+    running, children = Service(built_home.root), []
+    try:
+        assert running.post("/api/sql", {"statement": "SELECT 1 AS one"}).json()["rows"] == [[1]]
+        children = psutil.Process(running.process.pid).children(recursive=True)
+        commands = [" ".join(child.cmdline()) for child in children]
+        assert sum("--multiprocessing-fork" in c for c in commands) == 2, commands  # the SQL workers
+        assert any("resource_tracker" in c for c in commands), commands
+        running.process.send_signal(stop)
+        running.process.wait(timeout=START_GUARD_S)
+        _, alive = psutil.wait_procs(children, timeout=START_GUARD_S)  # only a guard: leaked ones never end
+        assert not alive, [" ".join(p.cmdline()) for p in alive]
+    finally:
+        running.stop()
+        for child in children:  # what a failed run left behind
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
