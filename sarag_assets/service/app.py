@@ -269,12 +269,14 @@ def _one_line(exc: BaseException, home: Home) -> str:
 
 
 def create_app(home: Home, *, api_key: str | None = None, check_every_s: float = 2.0) -> FastAPI:
+    from sarag_assets.service.api_docs import serve_offline_docs
     from sarag_assets.service.page import PAGE
 
     engines = Engines(home, check_every_s=check_every_s)
     app = FastAPI(title="sarag", version=_version(), description=(
         "Past support conversations, searched and answered from the last published state of a sarag home."),
-        lifespan=_lifespan(engines))
+        lifespan=_lifespan(engines), docs_url=None, redoc_url=None)
+    serve_offline_docs(app)
     app.state.engines = engines
 
     # declared as security schemes, so that the API's description (and /docs) knows the key

@@ -267,25 +267,31 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(service):
     assert {"/api/search", "/api/ask", "/api/sql"} <= refused  # invalid bodies were sent to every POST route
 
 
-def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
+def chromium(*flags: str):
+    """Debian's headless Chromium driven by Selenium (skipped where it is not installed, but not in CI)."""
     import shutil
 
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver_path):
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver_path):
         assert not os.environ.get("CI"), "CI must run the browser test: .ci/run installs chromium and chromium-driver"
         pytest.skip("needs Debian's chromium and chromium-driver (apt install chromium chromium-driver; .ci/run "
                     "installs them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service as ChromeService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", *flags):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+
+
+def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    browser = webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+    browser = chromium()
     wait = WebDriverWait(browser, 120)
     try:
         browser.get(service.url + "/")
@@ -334,6 +340,29 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
             browser.find_element(By.ID, "hits").find_elements(By.CSS_SELECTOR, ".hit")[0].click()
             time.sleep(1)
             browser.save_screenshot(screenshot)
+    finally:
+        browser.quit()
+
+
+def test_the_api_docs_render_with_the_network_cut_off(service, tmp_path):
+    """/docs is Swagger UI from files the service ships, not a CDN: with every host but this one unresolvable,
+    the browser still lists the routes."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser = chromium("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+    try:
+        with contextlib.suppress(WebDriverException):  # chromedriver raises on some pages that do not load
+            browser.get("https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css")
+        assert "ERR_NAME_NOT_RESOLVED" in browser.page_source  # the cut is real: a CDN does not answer
+        browser.get(service.url + "/docs")
+        paths = WebDriverWait(browser, 120).until(
+            lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")] or None)
+        assert {"/api/search", "/api/ask", "/api/sql", "/api/health"} <= set(paths)
+        assert browser.find_elements(By.CSS_SELECTOR, ".btn.authorize")  # the API key can be given there
+        screenshot = Path(os.environ.get("README_SCREENSHOT_DOCS") or tmp_path / "docs.png")
+        assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
     finally:
         browser.quit()
 
