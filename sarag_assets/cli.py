@@ -88,6 +88,9 @@ def _print_summary(home, run) -> None:
     )
     for key in run.failed:
         print(f"  FAILED {key}")
+    print("done by this run, and why:" if run.redone else "nothing redone: every asset was up to date")
+    for line in run.redone:
+        print(f"  {line}")
     for problem in run.problems:
         print(f"  note: {problem}")
     for retry in run.retried:
