@@ -129,6 +129,11 @@ def _print_summary(home, run) -> None:
         print(f"published state: {state.id} ({state.counts.get('conversations', 0)} conversations, "
               f"published {state.published_at}){'' if run.published else ' (unchanged by this run)'}")
     print(f"warehouse: {home.warehouse} (wide view: conversation_table; `sarag sql` reads the published copy)")
+    reports = home.root / "reports"
+    if reports.is_dir():
+        print(f"reports: {reports}/ ({', '.join(sorted(p.name for p in reports.iterdir() if p.suffix == '.md'))})")
+    print('next: sarag search "a question", sarag ask "a question", sarag serve (the web page), make ui (Dagster); '
+          'the README\'s "After the demo"')
 
 
 def cmd_demo(args) -> int:
