@@ -428,8 +428,10 @@ def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
         commands = [" ".join(child.cmdline()) for child in children]
         assert sum("--multiprocessing-fork" in c for c in commands) == 2, commands  # the SQL workers
         assert any("resource_tracker" in c for c in commands), commands
+        assert json.loads((built_home.root / "serve.json").read_text())["pid"] == running.process.pid
         running.process.send_signal(stop)
         running.process.wait(timeout=START_GUARD_S)
+        assert not (built_home.root / "serve.json").exists()  # the CLI is not sent to a stopped service
         _, alive = psutil.wait_procs(children, timeout=START_GUARD_S)  # only a guard: leaked ones never end
         assert not alive, [" ".join(p.cmdline()) for p in alive]
     finally:
@@ -437,3 +439,46 @@ def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
         for child in children:  # what a failed run left behind
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
+
+
+def sarag_cli(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **env,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "sarag_assets.cli", *argv], env=env, capture_output=True, text=True,
+                          timeout=START_GUARD_S)
+
+
+def test_search_and_ask_use_a_service_running_on_the_home(built_home, generated_queries):
+    question = next(q for q in generated_queries if len(q["turns"]) == 1)["turns"][0]["text"]
+    running = Service(built_home.root, api_key=KEY)
+    try:
+        for command in ("search", "ask"):
+            served = sarag_cli(command, "--home", str(built_home.root), question, SARAG_API_KEY=KEY)
+            assert served.returncode == 0, served.stderr
+            assert served.stdout.splitlines()[-1].endswith(f"; answered by the sarag serve at {running.url})")
+            # without the key the service refuses: the same answer, from this process
+            alone = sarag_cli(command, "--home", str(built_home.root), question, SARAG_API_KEY="")
+            assert alone.stdout.splitlines()[:-1] == served.stdout.splitlines()[:-1]
+            assert "answered by" not in alone.stdout
+    finally:
+        running.stop()
+    after = sarag_cli("search", "--home", str(built_home.root), question, SARAG_API_KEY=KEY)
+    assert after.returncode == 0 and "answered by" not in after.stdout  # stopped: answered in process
+
+
+def test_a_service_file_left_by_a_dead_process_is_not_trusted(tmp_path):
+    from sarag_assets.service import discovery
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "serve.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": gone.pid,
+                                                      "home": str(tmp_path.resolve())}))
+    assert discovery.running_service(tmp_path) is None
+    discovery.announce(tmp_path, "http://127.0.0.1:9")  # this process, alive
+    assert discovery.running_service(tmp_path) == "http://127.0.0.1:9"
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "serve.json").write_bytes((tmp_path / "serve.json").read_bytes())
+    assert discovery.running_service(copy) is None  # a copied home is not the one the service reads
+    discovery.withdraw(tmp_path)
+    assert not (tmp_path / "serve.json").exists()
