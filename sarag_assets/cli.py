@@ -453,7 +453,7 @@ def cmd_sql(args) -> int:
         return 0
     print(" | ".join(result.columns))
     for row in result.rows:
-        print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
+        print(" | ".join(_one_line("" if v is None else str(v), None if args.full else 60) for v in row))
     print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''}; published state {state.id})")
     return 0
 
@@ -576,9 +576,9 @@ def _visible(text) -> str:
     return CONTROL_CHARACTERS.sub(lambda m: ascii(m.group())[1:-1], str(text))
 
 
-def _one_line(text: str, limit: int = 100) -> str:
+def _one_line(text: str, limit: int | None = 100) -> str:
     text = " ".join(_visible(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def cmd_bench_pipeline(args) -> int:
@@ -615,6 +615,7 @@ COMMAND_EXAMPLES = {
     "ask": ['sarag ask "Vantage Backup says license already in use, fix?"', "sarag ask --conversation chat.json"],
     "show": ["sarag show conv-000218", "sarag show conv-000218 --json"],
     "sql": ['sarag sql "SELECT product, count(*) FROM conversation_table GROUP BY 1 ORDER BY 2 DESC"',
+            'sarag sql --full "SELECT dialogue_id, resolution FROM conversation_table LIMIT 5"   # cells whole',
             'sarag sql --ask "which products had the most unresolved conversations?"   # needs an LLM'],
     "serve": ["sarag serve                                   # http://127.0.0.1:8765/",
               'sarag serve --host 0.0.0.0 --api-key "$KEY"   # reachable from others: set a key'],
@@ -711,6 +712,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_home(sub.add_parser("sql", help="run a read-only SELECT over the warehouse (or --ask a question)"))
     p.add_argument("statement", help="a SELECT statement, or a question with --ask")
     p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")
+    p.add_argument("--full", action="store_true", help="print every cell whole (else cut at 60 characters)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_sql)
 
