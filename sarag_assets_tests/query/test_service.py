@@ -329,6 +329,7 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
         weak = browser.find_elements(By.CSS_SELECTOR, "#hits .hit")
         assert weak and all(h.find_elements(By.CSS_SELECTOR, ".badge.weak") for h in weak)
         assert browser.find_element(By.ID, "answer").text == ""  # the earlier question's answer is gone
+        assert browser.find_element(By.ID, "conversation").text.startswith("Select a result")  # and its conversation
         if os.environ.get("README_SCREENSHOT"):  # the README's picture shows the first question again
             box.clear()
             box.send_keys(question, Keys.CONTROL, Keys.ENTER)
