@@ -40,8 +40,10 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)
 	cp dagster.yaml $@
 
+# `dg dev`, not the superseded `dagster dev`, started in DAGSTER_HOME: started here, beside the project's own
+# dagster.yaml, it warns that that file will not be used.
 ui: install $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster dev -w workspace.yaml
+	cd $(DAGSTER_HOME) && SARAG_HOME=$(abspath $(SARAG_HOME)) $(abspath $(BIN))/dg dev -w $(abspath workspace.yaml)
 
 # Removes the state sarag wrote under the home (not the home itself, not the virtual env).
 clean:
