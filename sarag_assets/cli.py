@@ -202,18 +202,24 @@ def _check_stores(home) -> None:
 
 @contextlib.contextmanager
 def _progress():
-    """A spinner with the current step and the time so far (on a terminal); a line per step otherwise."""
+    """Each step as it starts, with what it does, numbered (a count where a spinner alone says nothing), and
+    on a terminal the time so far."""
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    started = iter(range(1, 1_000_000))
+
+    def numbered(label: str) -> str:
+        return f"{label} · step {next(started)}"
+
     if not console.is_terminal:
-        yield lambda label: print(f"sarag: {label}", file=sys.stderr, flush=True)
+        yield lambda label: print(f"sarag: {numbered(label)}", file=sys.stderr, flush=True)
         return
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
         task = bar.add_task("starting", total=None)
-        yield lambda label: bar.update(task, description=label)
+        yield lambda label: bar.update(task, description=numbered(label))
 
 
 def cmd_quality(args) -> int:
