@@ -73,6 +73,12 @@ def test_new_batches_reextract_only_new_columns(home, instance, defs, monkeypatc
     with duckdb.connect(str(home.warehouse), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM conversation_table").fetchone() == (12,)
 
+    # The checks that only inform are recorded as warnings, not errors (the UI marks them with its warning icon).
+    for check in ("sparse_columns", "structuring_failures"):
+        key = dg.AssetCheckKey(dg.AssetKey("validated_rows"), check)
+        (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+        assert record.event.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.WARN, check
+
     # Nothing new (a second `make demo`): no step runs, governance included, and the state stays.
     governed = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata")).run_id
     runs = len(instance.get_run_records())
