@@ -25,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet --no-cache-dir --index-url $(TORCH_INDEX) --timeout 10 --retries 0 torch==2.13.0 \
 	  || { echo "sarag install: $(TORCH_INDEX) cannot be reached; torch 2.13.0 from the registry"; \
 	       $(BIN)/pip install --quiet --no-cache-dir torch==2.13.0; }
-	@echo "sarag install 4/4: sarag and its pinned dependencies (the longest step: about 3 minutes here)"
+	@echo "sarag install 4/4: sarag and its pinned dependencies (the longest: minutes; see the README)"
 	$(BIN)/pip install --quiet --no-cache-dir -e '.[dev]'
 	@$(BIN)/python -c 'import torch; print("sarag install: done; torch", torch.__version__, torch.version.cuda or "CPU-only")'
 	touch $@
