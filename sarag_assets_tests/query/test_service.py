@@ -418,8 +418,9 @@ def test_a_busy_port_is_one_line_before_the_model_loads(tmp_path):
 
 @pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
-    """systemd and docker stop with SIGTERM: the SQL child processes and multiprocessing's resource tracker
-    end with the service (before, they were re-parented to PID 1 and lived on, ~200 MB each)."""
+    """systemd and docker stop with SIGTERM: every child process (the SQL workers, multiprocessing's resource
+    tracker when there is one) ends with the service (before, they were re-parented to PID 1 and lived on,
+    ~200 MB each)."""
     import psutil
 
     running, children = Service(built_home.root), []
@@ -427,8 +428,7 @@ def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
         assert running.post("/api/sql", {"statement": "SELECT 1 AS one"}).json()["rows"] == [[1]]
         children = psutil.Process(running.process.pid).children(recursive=True)
         commands = [" ".join(child.cmdline()) for child in children]
-        assert sum("--multiprocessing-fork" in c for c in commands) == 2, commands  # the SQL workers
-        assert any("resource_tracker" in c for c in commands), commands
+        assert any("--multiprocessing-fork" in c for c in commands), commands  # the SQL worker(s)
         assert json.loads((built_home.root / "serve.json").read_text())["pid"] == running.process.pid
         running.process.send_signal(stop)
         running.process.wait(timeout=START_GUARD_S)
