@@ -294,10 +294,11 @@ def _from_service(args, path: str, query, **body):
     when there is none (then the command answers in this process)."""
     from sarag_assets.core import publication
     from sarag_assets.service import discovery
+    from sarag_assets.settings import Settings
 
     if not isinstance(query, (str, list)):
         return None
-    home = _home(args)
+    home = Settings.load(args.home).paths  # read only: a missing home is the in-process path's error to say
     url = discovery.running_service(home.root)
     if url is None:
         return None
