@@ -375,7 +375,10 @@ def _lifespan(engines: Engines, home: Home, announce_url: str | None):
     async def lifespan(app):
         engines.start()
         if announce_url:
-            discovery.announce(home.root, announce_url)
+            try:
+                discovery.announce(home.root, announce_url)
+            except OSError as exc:  # a home this service may only read: the CLI answers in its own process
+                log.warning("the CLI will not find this service: cannot write %s (%s)", discovery.FILE, exc)
         try:
             yield
         finally:

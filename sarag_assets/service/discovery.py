@@ -31,7 +31,10 @@ def withdraw(home_root: Path) -> None:
     """Remove the file if it is this process's (a second service on the home may have written its own)."""
     path = Path(home_root) / FILE
     if _read(path).get("pid") == os.getpid():
-        path.unlink(missing_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # the file is stale once this process ends: readers check that
+            pass
 
 
 def running_service(home_root: Path) -> str | None:
