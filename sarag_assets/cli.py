@@ -88,6 +88,9 @@ def _print_summary(home, run) -> None:
     )
     for key in run.failed:
         print(f"  FAILED {key}")
+    print("done by this run, and why:" if run.redone else "nothing redone: every asset was up to date")
+    for line in run.redone:
+        print(f"  {line}")
     for problem in run.problems:
         print(f"  note: {problem}")
     for retry in run.retried:
@@ -126,6 +129,11 @@ def _print_summary(home, run) -> None:
         print(f"published state: {state.id} ({state.counts.get('conversations', 0)} conversations, "
               f"published {state.published_at}){'' if run.published else ' (unchanged by this run)'}")
     print(f"warehouse: {home.warehouse} (wide view: conversation_table; `sarag sql` reads the published copy)")
+    reports = home.root / "reports"
+    if reports.is_dir():
+        print(f"reports: {reports}/ ({', '.join(sorted(p.name for p in reports.iterdir() if p.suffix == '.md'))})")
+    print('next: sarag search "a question", sarag ask "a question", sarag serve (the web page), make ui (Dagster); '
+          'the README\'s "After the demo"')
 
 
 def cmd_demo(args) -> int:
@@ -194,18 +202,24 @@ def _check_stores(home) -> None:
 
 @contextlib.contextmanager
 def _progress():
-    """A spinner with the current step and the time so far (on a terminal); a line per step otherwise."""
+    """Each step as it starts, with what it does, numbered (a count where a spinner alone says nothing), and
+    on a terminal the time so far."""
     from rich.console import Console
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
+    started = iter(range(1, 1_000_000))
+
+    def numbered(label: str) -> str:
+        return f"{label} · step {next(started)}"
+
     if not console.is_terminal:
-        yield lambda label: print(f"sarag: {label}", file=sys.stderr, flush=True)
+        yield lambda label: print(f"sarag: {numbered(label)}", file=sys.stderr, flush=True)
         return
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                   transient=True) as bar:
         task = bar.add_task("starting", total=None)
-        yield lambda label: bar.update(task, description=label)
+        yield lambda label: bar.update(task, description=numbered(label))
 
 
 def cmd_quality(args) -> int:
@@ -264,11 +278,35 @@ def _print_json(data) -> None:
 
 def cmd_search(args) -> int:
     query = _query_input(args)
+    if not (args.json or args.explain):
+        served = _from_service(args, "/api/search", query, k=args.k)
+        if served is not None:
+            return _print_search(served)
     engine = _open_engine(args)
     try:
         return _search(engine, query, args)
     finally:
         engine.close()
+
+
+def _from_service(args, path: str, query, **body):
+    """The answer of a `sarag serve` running on this home, from the state the home has published now; None
+    when there is none (then the command answers in this process)."""
+    from sarag_assets.core import publication
+    from sarag_assets.service import discovery
+    from sarag_assets.settings import Settings
+
+    if not isinstance(query, (str, list)):
+        return None
+    home = Settings.load(args.home).paths  # read only: a missing home is the in-process path's error to say
+    url = discovery.running_service(home.root)
+    if url is None:
+        return None
+    answer = discovery.post(url, path, {"query": query, **body}, api_key=os.environ.get("SARAG_API_KEY"))
+    state = publication.current(home) if answer is not None else None
+    if state is None or answer.get("published_state") != state.id:
+        return None
+    return {**answer, "served_by": url}
 
 
 def _search(engine, query, args) -> int:
@@ -282,37 +320,57 @@ def _search(engine, query, args) -> int:
         _print_json({"published_state": result.published_state, "notes": result.query.notes,
                      "entities": [e.as_dict() for e in result.query.entities], "hits": [h.as_dict() for h in result.hits]})
         return 0
-    for note in result.query.notes:
-        print(f"note: {note}")
-    if result.query.entities:
-        print("mentioned: " + _visible(", ".join(f"{e.column}={e.value}" for e in result.query.entities)))
-    if not result.hits:
-        print("no results")
     strength = engine.match_strength(result.query_vector, result.ids())
     origins = engine.origins(result.ids())
-    if result.hits and all(is_weak(strength[h.dialogue_id], h.matched_columns) for h in result.hits):
-        print("nothing matches well: every result is a weak match")
+    hits = []
     for hit in result.hits:
         row, origin = hit.row, origins.get(hit.dialogue_id, {})
-        outcome = {"true": "resolved"}.get(str(row.get("resolved", "")).lower(),
-                                          "not resolved" if "resolved" in row else "outcome unknown")
-        weak = "  (weak match)" if is_weak(strength[hit.dialogue_id], hit.matched_columns) else ""
-        when = origin.get("started_at") or origin.get("landed_at")
-        where = " · ".join(str(x) for x in (origin.get("source_file"), when and str(when)[:10]) if x)
-        print(f"{hit.rank:>2}. {_visible(hit.dialogue_id)}  [{outcome}]{weak}  {_visible(where)}")
-        print(f"    {_one_line(row.get('problem') or next(iter(row.values()), ''), 110)}")
-        if row.get("resolution"):
-            label = "fix that worked" if outcome == "resolved" else "suggested"
-            print(f"    {label}: {_one_line(row['resolution'], 100)}")
-        if hit.matched_columns:
-            print("    matched: " + _visible(", ".join(f"{m['column']}={m['value']}" for m in hit.matched_columns)))
+        resolved = str(row["resolved"]).lower() == "true" if row.get("resolved") is not None else None
+        explained = None
         if args.explain:
             channels = ", ".join(f"{name} #{info['rank']}" for name, info in hit.channels.items())
             stands = strength[hit.dialogue_id]
             stands = "corpus too small to tell" if stands is None else f"stands out by {stands:.1f} sd"
-            print(f"    fused score {hit.score:.4f}, {stands}; {channels}")
-    print(f"(published state {result.published_state})")
+            explained = f"fused score {hit.score:.4f}, {stands}; {channels}"
+        hits.append({**origin, "dialogue_id": hit.dialogue_id, "rank": hit.rank, "resolved": resolved,
+                     "weak": is_weak(strength[hit.dialogue_id], hit.matched_columns), "matched": hit.matched_columns,
+                     "problem": row.get("problem") or next(iter(row.values()), ""), "resolution": row.get("resolution"),
+                     "explained": explained})
+    return _print_search({"published_state": result.published_state, "notes": result.query.notes, "hits": hits,
+                          "mentioned": [{"column": e.column, "value": e.value} for e in result.query.entities]})
+
+
+def _print_search(answer: dict) -> int:
+    """Search hits as the API gives them (or the same shape from this process) for a reader."""
+    for note in answer["notes"]:
+        print(f"note: {note}")
+    if answer.get("mentioned"):
+        print("mentioned: " + _visible(", ".join(f"{m['column']}={m['value']}" for m in answer["mentioned"])))
+    hits = answer["hits"]
+    if not hits:
+        print("no results")
+    elif all(hit["weak"] for hit in hits):
+        print("nothing matches well: every result is a weak match")
+    for hit in hits:
+        outcome = {True: "resolved", False: "not resolved", None: "outcome unknown"}[hit["resolved"]]
+        weak = "  (weak match)" if hit["weak"] else ""
+        when = hit.get("started_at") or hit.get("landed_at")
+        where = " · ".join(str(x) for x in (hit.get("source_file"), when and str(when)[:10]) if x)
+        print(f"{hit['rank']:>2}. {_visible(hit['dialogue_id'])}  [{outcome}]{weak}  {_visible(where)}")
+        print(f"    {_one_line(hit['problem'] or '', 110)}")
+        if hit["resolution"]:
+            label = "fix that worked" if outcome == "resolved" else "suggested"
+            print(f"    {label}: {_one_line(hit['resolution'], 100)}")
+        if hit["matched"]:
+            print("    matched: " + _visible(", ".join(f"{m['column']}={m['value']}" for m in hit["matched"])))
+        if hit.get("explained"):
+            print(f"    {hit['explained']}")
+    print(f"(published state {answer['published_state']}{_served_by(answer)})")
     return 0
+
+
+def _served_by(answer: dict) -> str:
+    return f"; answered by the sarag serve at {answer['served_by']}" if answer.get("served_by") else ""
 
 
 def cmd_show(args) -> int:
@@ -342,21 +400,27 @@ def cmd_show(args) -> int:
 
 def cmd_ask(args) -> int:
     query = _query_input(args)
-    with _open_engine(args) as engine:
-        try:
-            answer = engine.answer(query, k=args.k)
-        except _query_errors() as exc:
-            raise CliError(str(exc)) from None
-        state = engine.publication.id
-    if args.json:
-        _print_json({**answer.as_dict(), "published_state": state})
-        return 0
-    for note in answer.notes:
+    served = None if args.json else _from_service(args, "/api/ask", query, k=args.k)
+    if served is not None:
+        answer = {**served, "citations": [c["id"] for c in served["citations"]]}
+    else:
+        with _open_engine(args) as engine:
+            try:
+                found = engine.answer(query, k=args.k)
+            except _query_errors() as exc:
+                raise CliError(str(exc)) from None
+            state = engine.publication.id
+        if args.json:
+            _print_json({**found.as_dict(), "published_state": state})
+            return 0
+        answer = {"published_state": state, "answer": found.text, "supported": found.supported,
+                  "generated_by": found.generated_by, "citations": found.citations, "notes": found.notes}
+    for note in answer["notes"]:
         print(f"note: {note}")
-    print(_visible(answer.text))
-    print(f"\n({answer.generated_by}; {'supported by' if answer.supported else 'NOT answered by'} the evidence)")
-    print("citations: " + (", ".join(answer.citations) or "none"))
-    print(f"(published state {state})")
+    print(_visible(answer["answer"]))
+    print(f"\n({answer['generated_by']}; {'supported by' if answer['supported'] else 'NOT answered by'} the evidence)")
+    print("citations: " + (", ".join(answer["citations"]) or "none"))
+    print(f"(published state {answer['published_state']}{_served_by(answer)})")
     return 0
 
 
@@ -396,7 +460,7 @@ def cmd_sql(args) -> int:
         return 0
     print(" | ".join(result.columns))
     for row in result.rows:
-        print(" | ".join(_one_line("" if v is None else str(v), 60) for v in row))
+        print(" | ".join(_one_line("" if v is None else str(v), None if args.full else 60) for v in row))
     print(f"({len(result.rows)} rows{', truncated' if result.truncated else ''}; published state {state.id})")
     return 0
 
@@ -526,9 +590,9 @@ def _visible_name(name) -> str:
     return re.sub(r"[\t\n\v\f\r\x85\u2028\u2029]", lambda m: ascii(m.group())[1:-1], _visible(name))
 
 
-def _one_line(text: str, limit: int = 100) -> str:
+def _one_line(text: str, limit: int | None = 100) -> str:
     text = " ".join(_visible(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"
 
 
 def cmd_bench_pipeline(args) -> int:
@@ -565,6 +629,7 @@ COMMAND_EXAMPLES = {
     "ask": ['sarag ask "Vantage Backup says license already in use, fix?"', "sarag ask --conversation chat.json"],
     "show": ["sarag show conv-000218", "sarag show conv-000218 --json"],
     "sql": ['sarag sql "SELECT product, count(*) FROM conversation_table GROUP BY 1 ORDER BY 2 DESC"',
+            'sarag sql --full "SELECT dialogue_id, resolution FROM conversation_table LIMIT 5"   # cells whole',
             'sarag sql --ask "which products had the most unresolved conversations?"   # needs an LLM'],
     "serve": ["sarag serve                                   # http://127.0.0.1:8765/",
               'sarag serve --host 0.0.0.0 --api-key "$KEY"   # reachable from others: set a key'],
@@ -661,6 +726,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = with_home(sub.add_parser("sql", help="run a read-only SELECT over the warehouse (or --ask a question)"))
     p.add_argument("statement", help="a SELECT statement, or a question with --ask")
     p.add_argument("--ask", action="store_true", help="the argument is a question: an LLM writes the SQL")
+    p.add_argument("--full", action="store_true", help="print every cell whole (else cut at 60 characters)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_sql)
 

@@ -186,3 +186,17 @@ def test_a_damaged_lancedb_table_is_named_with_what_to_run(tmp_path):
     message = damaged_store(raised.value)
     assert message and message.startswith("the LanceDB indices cannot be read") and "sarag materialize" in message
     assert ".cargo" not in message and damaged_store(KeyError("x")) is None
+
+
+def test_sql_cuts_long_cells_unless_asked_for_them_whole(tmp_path):
+    import duckdb
+
+    empty = tmp_path / "any.duckdb"
+    duckdb.connect(str(empty)).close()
+    publish_as_is(tmp_path / "home", copy_of=empty)
+    statement = "SELECT 'Error E-42: ' || repeat('paper jam ', 12) AS message"
+    cut = sarag("sql", statement, env_home=tmp_path / "home")
+    whole = sarag("sql", "--full", statement, env_home=tmp_path / "home")
+    assert cut.returncode == whole.returncode == 0, cut.stderr + whole.stderr
+    assert len(cut.stdout.splitlines()[1]) == 60 and cut.stdout.splitlines()[1].endswith("…")
+    assert whole.stdout.splitlines()[1] == "Error E-42: " + " ".join(["paper jam"] * 12)

@@ -73,6 +73,7 @@ def test_every_check_is_described_and_every_table_asset_carries_its_columns(defs
         if name in TABLE_OF:
             schema = node.metadata["dagster/column_schema"]
             assert [c.name for c in schema.columns] == [c for c, _ in warehouse.TABLES[TABLE_OF[name]]]
+            assert all(c.description for c in schema.columns), [c.name for c in schema.columns if not c.description]
 
 
 def test_every_asset_names_its_owners_from_the_settings(monkeypatch):

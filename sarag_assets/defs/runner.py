@@ -34,6 +34,7 @@ class PipelineRun:
     retried: list[str] = field(default_factory=list)  # "<failed run> -> <its re-execution>", on workers
     published: str | None = None  # the state id readers now see, when this run published one
     partitions: int = 0  # batches in the home after this run
+    redone: list[str] = field(default_factory=list)  # each step this run took, with why, in one line
 
 
 def land_and_process(
@@ -75,6 +76,8 @@ def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch
             outcome.skipped.append(request.partition_key)
         else:
             wanted.append(request)
+    if wanted:
+        outcome.redone.append(f"ingested {len(wanted)} batch(es): new or changed files in the inbox")
     for request, run in launch.each(
             sensor.job_name, wanted, lambda r: r.partition_key, lambda r: f"ingesting batch {r.partition_key}", step,
             tags=lambda r: {**r.tags, RUN_KEY_TAG: r.run_key}):
@@ -91,38 +94,50 @@ def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch
     for key, run in launch.each("ingest_batch_job", lost, str, lambda k: f"ingesting batch {k} again", step):
         (outcome.batches if run.success else outcome.failed).append(key)
 
-    step("governing the metadata")
-    if not launch.run("govern_metadata_job").success:
-        outcome.failed.append("governed_metadata")
-        return outcome
+    why = _governance_due(defs, instance)
+    if why:
+        step("governing the metadata")
+        outcome.redone.append(f"governed the metadata: {why}")
+        if not launch.run("govern_metadata_job").success:
+            outcome.failed.append("governed_metadata")
+            return outcome
     keys = instance.get_dynamic_partitions(conversation_batches.name)
     outcome.partitions = len(keys)
     stale = stale_row_partitions(instance, keys)
     stale += [key for key in lost if key not in stale]
+    if stale:
+        outcome.redone.append(f"structured the rows of {len(stale)} batch(es): built against another M* or "
+                              "gate setting, or never")
     for key, run in launch.each("refresh_rows_job", stale, str, lambda k: f"structuring rows of batch {k}", step):
         (outcome.refreshed if run.success else outcome.failed).append(key)
 
     unindexed_text = _batches_without_text_index(defs, keys)
     to_index = [key for key in keys if key in unindexed_text or key in lost or _outdated(
         instance, "lancedb_indices", ["validated_rows", "pseudo_documents", "dialogue_graphs"], key)]
+    if to_index:
+        outcome.redone.append(f"indexed {len(to_index)} batch(es): their rows, documents or graphs changed")
     for key, run in launch.each("index_batch_job", to_index, str, lambda k: f"indexing batch {k}", step):
         (outcome.indexed if run.success else outcome.failed).append(key)
     if _outdated(instance, "feature_clusters", ["validated_rows"], None):
         step("clustering")
+        outcome.redone.append("clustered the rows: they changed")
         if not launch.run("cluster_job").success:
             outcome.failed.append("feature_clusters")
     if _outdated(instance, "value_mentions", ["validated_rows"], None):
         step("counting value mentions")
+        outcome.redone.append("counted value mentions: the rows changed")
         if not launch.run("value_mentions_job").success:
             outcome.failed.append("value_mentions")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
         step("measuring table quality")
+        outcome.redone.append("measured table quality and wrote preference pairs: the rows changed")
         if not launch.run("evaluation_job").success:
             outcome.failed.append("evaluation")
     _publish(defs, instance, outcome, step, launch)
     if _outdated(instance, "retrieval_evaluation", ["published_state"], None):
         step("evaluating retrieval")
+        outcome.redone.append("evaluated retrieval: a new state was published")
         if not launch.run("retrieval_evaluation_job").success:
             outcome.failed.append("retrieval_evaluation")
     return outcome
@@ -243,10 +258,16 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
     if outcome.failed:
         outcome.problems.append("nothing published: a step failed; readers keep the last published state")
         return
-    if not (_outdated(instance, "staged_state", STAGED_FROM, None)
-            or _outdated(instance, "published_state", ["staged_state"], None) or not _readable_state(defs)):
+    if _outdated(instance, "staged_state", STAGED_FROM, None):
+        why = "the indices, clusters or value mentions changed"
+    elif _outdated(instance, "published_state", ["staged_state"], None):
+        why = "a staged state was not published yet"
+    elif not _readable_state(defs):
+        why = "the published state does not open"
+    else:
         return
     step("auditing and publishing")
+    outcome.redone.append(f"audited and published a state: {why}")
     resource = defs.resources.get("sarag_home")
     if resource is not None and hasattr(resource, "home"):
         # a batch whose index is out of step with the warehouse (an index step killed between two tables'
@@ -273,6 +294,22 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
         outcome.failed.append("published_state")
         outcome.problems.append("nothing published: the staged state failed its audit; readers keep the last "
                                 "published state (see staged_state's checks in the Dagster UI)")
+
+
+def _governance_due(defs: dg.Definitions, instance: dg.DagsterInstance) -> str | None:
+    """Why governed_metadata must run now, in a few words; None when M* is up to date."""
+    from sarag_assets.defs.structuring import governance_settings
+
+    latest = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata"))
+    if latest is None:
+        return "never governed yet"
+    if _outdated(instance, "governed_metadata", ["candidate_schemas"], None):
+        return "new candidate columns"
+    recorded = latest.asset_materialization.metadata.get("settings")
+    now = governance_settings(defs.resources["sarag_home"].settings(), defs.resources["structuring"])
+    if recorded is None or recorded.value != now:
+        return f"its settings changed (now {now})"
+    return None
 
 
 def _published_id(instance: dg.DagsterInstance, run_id: str) -> str:

@@ -119,6 +119,7 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
         metadata={
             "version": after.version,
             "governance": mode,
+            "settings": governance_settings(settings, structuring),
             METADATA_FINGERPRINT: fingerprint,
             "columns": len(after.columns),
             "capacity": after.capacity,
@@ -136,6 +137,12 @@ def governed_metadata(context: dg.AssetExecutionContext, sarag_home: SaragHome, 
     for outcome in metadata_rules([c.model_dump() for c in after.columns], after.capacity):
         yield dg.AssetCheckResult(check_name=outcome.name, passed=outcome.passed, description=outcome.description,
                                   metadata=outcome.metadata)
+
+
+def governance_settings(settings, structuring: Structuring) -> str:
+    """The settings M* is governed under: a change of one is a reason to govern again."""
+    return (f"{structuring.governance_mode(settings)}, capacity {settings.metadata_capacity}, support "
+            f"{settings.min_column_support}, share {settings.min_column_share:g}")
 
 
 @dg.asset(

@@ -293,7 +293,8 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, we
                        if outcome(r["row"]) is None and str(r["row"].get("resolution") or "").strip()]
             if unknown:
                 parts.append(f"None of the {len(ids)} similar conversations shows a fix confirmed to have worked; "
-                             f"{len(unknown)} of them suggest a fix whose outcome the conversation does not "
+                             f"{len(unknown)} of them {'suggests' if len(unknown) == 1 else 'suggest'} a fix whose "
+                             "outcome the conversation does not "
                              f"record [{', '.join(unknown)}].")
                 closest = unknown
             else:

@@ -111,6 +111,7 @@ class Hit(BaseModel):
 class SearchOut(BaseModel):
     published_state: str
     notes: list[str]
+    mentioned: list[Matched] = Field(default_factory=list, description="values of the table the question names")
     hits: list[Hit]
 
 
@@ -246,7 +247,9 @@ class Engines:
                 return False
             self._engine, self._problem = fresh, None
         if old is not None:  # requests that took it finish first
-            threading.Timer(60, old.close).start()
+            closer = threading.Timer(60, old.close)
+            closer.daemon = True  # a stopping service does not wait for it
+            closer.start()
         log.info("serving published state %s", fresh.publication.id)
         return True
 
@@ -276,7 +279,10 @@ def _one_line(exc: BaseException, home: Home) -> str:
 # ---- the app ---------------------------------------------------------------------------------------------
 
 
-def create_app(home: Home, *, api_key: str | None = None, check_every_s: float = 2.0) -> FastAPI:
+def create_app(home: Home, *, api_key: str | None = None, check_every_s: float = 2.0,
+               announce_url: str | None = None) -> FastAPI:
+    """The app; with `announce_url`, it tells the CLI where it listens while it runs (service/discovery.py)."""
+    from sarag_assets.service.api_docs import serve_offline_docs
     from sarag_assets.service.page import PAGE
     from sarag_assets.settings import Settings
 
@@ -284,8 +290,9 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     engines = Engines(home, check_every_s=check_every_s)
     app = FastAPI(title="sarag", version=_version(), description=(
         "Past support conversations, searched and answered from the last published state of a sarag home."),
-        lifespan=_lifespan(engines))
+        lifespan=_lifespan(engines, home, announce_url), docs_url=None, redoc_url=None)
     app.add_middleware(BodyLimit, max_bytes=max_body)
+    serve_offline_docs(app)
     app.state.engines = engines
 
     # declared as security schemes, so that the API's description (and /docs) knows the key
@@ -335,7 +342,9 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         strength = engine.match_strength(result.query_vector, ids)
         hits = [_hit(h, origins.get(h.dialogue_id, {}), strength.get(h.dialogue_id), body.explain)
                 for h in result.hits]
-        return SearchOut(published_state=result.published_state, notes=result.query.notes, hits=hits)
+        mentioned = [Matched(column=e.column, value=str(e.value)) for e in result.query.entities]
+        return SearchOut(published_state=result.published_state, notes=result.query.notes, mentioned=mentioned,
+                         hits=hits)
 
     @app.post("/api/ask", response_model=AskOut, dependencies=guarded, responses=ERRORS)
     def ask(body: AskIn) -> AskOut:
@@ -370,15 +379,24 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
     return app
 
 
-def _lifespan(engines: Engines):
+def _lifespan(engines: Engines, home: Home, announce_url: str | None):
     from contextlib import asynccontextmanager
+
+    from sarag_assets.service import discovery
 
     @asynccontextmanager
     async def lifespan(app):
         engines.start()
+        if announce_url:
+            try:
+                discovery.announce(home.root, announce_url)
+            except OSError as exc:  # a home this service may only read: the CLI answers in its own process
+                log.warning("the CLI will not find this service: cannot write %s (%s)", discovery.FILE, exc)
         try:
             yield
         finally:
+            if announce_url:
+                discovery.withdraw(home.root)
             engines.stop()
 
     return lifespan
@@ -447,6 +465,7 @@ def serve(home: Home, *, host: str = "127.0.0.1", port: int = 8765, api_key: str
     import uvicorn
 
     started = time.perf_counter()
-    app = create_app(home, api_key=api_key, check_every_s=check_every_s)
+    local = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}.get(host, f"[{host}]" if ":" in host else host)
+    app = create_app(home, api_key=api_key, check_every_s=check_every_s, announce_url=f"http://{local}:{port}")
     log.info("opened %s in %.1f s", home.root, time.perf_counter() - started)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -111,6 +111,8 @@ async function api(path, body) {
   return data;
 }
 
+const CONVERSATION_HINT = $("conversation").textContent;
+
 function showState(id) { $("state").textContent = id ? "published state " + id : ""; }
 
 function date(value) { return value ? new Date(value).toLocaleDateString() : null; }
@@ -167,7 +169,11 @@ function renderHit(hit) {
 async function search(keepAnswer) {
   const input = readInput();
   if (!input.query.length) { $("question").focus(); return; }
-  if (!keepAnswer) $("answer").replaceChildren();  // an answer belongs to the question it answered
+  if (!keepAnswer) {  // an answer, and the conversation opened, belong to the question asked before
+    $("answer").replaceChildren();
+    $("conversation").className = "empty";
+    $("conversation").replaceChildren(CONVERSATION_HINT);
+  }
   $("status").textContent = "Searching…"; $("status").className = "meta";
   try {
     const data = await api("/api/search", { ...input, k: 10 });

@@ -40,7 +40,7 @@ def current_columns(home) -> list[str]:
     return [c["name"] for c in json.loads(state)["columns"]]
 
 
-def test_new_batches_reextract_only_new_columns(home, instance, defs):
+def test_new_batches_reextract_only_new_columns(home, instance, defs, monkeypatch):
     write_jsonl(home.inbox / "week1.jsonl", [widget_chat(i) for i in range(4)])
     first = land_and_process(defs, instance, raise_on_error=True)
     (batch1,) = first.batches
@@ -72,3 +72,23 @@ def test_new_batches_reextract_only_new_columns(home, instance, defs):
     assert latest["carried_over_cells"] == 4 * (len(after) - len(new_columns))
     with duckdb.connect(str(home.warehouse), read_only=True) as con:
         assert con.execute("SELECT count(*) FROM conversation_table").fetchone() == (12,)
+
+    # The checks that only inform are recorded as warnings, not errors (the UI marks them with its warning icon).
+    for check in ("sparse_columns", "structuring_failures"):
+        key = dg.AssetCheckKey(dg.AssetKey("validated_rows"), check)
+        (record,) = instance.event_log_storage.get_asset_check_execution_history(key, limit=1)
+        assert record.event.dagster_event.event_specific_data.severity == dg.AssetCheckSeverity.WARN, check
+
+    # Nothing new (a second `make demo`): no step runs, governance included, and the state stays.
+    governed = instance.get_latest_materialization_event(dg.AssetKey("governed_metadata")).run_id
+    runs = len(instance.get_run_records())
+    again = land_and_process(defs, instance, raise_on_error=True)
+    assert (again.redone, again.published, again.batches) == ([], None, [])
+    assert len(instance.get_run_records()) == runs
+    assert instance.get_latest_materialization_event(dg.AssetKey("governed_metadata")).run_id == governed
+
+    # A governance setting that changed is a reason to govern again, said in one line.
+    monkeypatch.setenv("SARAG_METADATA_CAPACITY", "19")
+    changed = land_and_process(defs, instance, raise_on_error=True)
+    assert changed.redone[0] == "governed the metadata: its settings changed (now governed, capacity 19, support 2, " \
+                                "share 0.05)"

@@ -140,6 +140,8 @@ def test_a_fix_whose_outcome_is_not_recorded_is_neither_offered_nor_called_a_fai
     said = [r["dialogue_id"] for r in unknown]
     assert "2 of them suggest a fix whose outcome the conversation does not record" in answer.text
     assert answer.text.endswith(f"[{', '.join(said)}].") and answer.citations == said
+    one = extractive_answer(Evidence(failed + unknown[:1], [], [], []), [], engine.embedder)
+    assert "; 1 of them suggests a fix whose outcome" in one.text
 
 
 def test_a_fix_of_several_sentences_cites_each_of_them(engine):

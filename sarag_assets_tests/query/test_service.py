@@ -3,8 +3,10 @@ asked over real HTTP."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -323,25 +325,31 @@ def test_schemathesis_finds_no_server_error_and_no_schema_violation(service):
     assert {"/api/search", "/api/ask", "/api/sql"} <= refused  # invalid bodies were sent to every POST route
 
 
-def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
+def chromium(*flags: str):
+    """Debian's headless Chromium driven by Selenium (skipped where it is not installed, but not in CI)."""
     import shutil
 
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver_path):
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not (binary and driver_path):
         assert not os.environ.get("CI"), "CI must run the browser test: .ci/run installs chromium and chromium-driver"
         pytest.skip("needs Debian's chromium and chromium-driver (apt install chromium chromium-driver; .ci/run "
                     "installs them)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service as ChromeService
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000", *flags):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+
+
+def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import WebDriverWait
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000"):
-        options.add_argument(flag)
-    browser = webdriver.Chrome(service=ChromeService(executable_path=driver_path), options=options)
+    browser = chromium()
     wait = WebDriverWait(browser, 120)
     try:
         browser.get(service.url + "/")
@@ -379,6 +387,7 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
         weak = browser.find_elements(By.CSS_SELECTOR, "#hits .hit")
         assert weak and all(h.find_elements(By.CSS_SELECTOR, ".badge.weak") for h in weak)
         assert browser.find_element(By.ID, "answer").text == ""  # the earlier question's answer is gone
+        assert browser.find_element(By.ID, "conversation").text.startswith("Select a result")  # and its conversation
         if os.environ.get("README_SCREENSHOT"):  # the README's picture shows the first question again
             box.clear()
             box.send_keys(question, Keys.CONTROL, Keys.ENTER)
@@ -390,6 +399,29 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
             browser.find_element(By.ID, "hits").find_elements(By.CSS_SELECTOR, ".hit")[0].click()
             time.sleep(1)
             browser.save_screenshot(screenshot)
+    finally:
+        browser.quit()
+
+
+def test_the_api_docs_render_with_the_network_cut_off(service, tmp_path):
+    """/docs is Swagger UI from files the service ships, not a CDN: with every host but this one unresolvable,
+    the browser still lists the routes."""
+    from selenium.common.exceptions import WebDriverException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    browser = chromium("--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1")
+    try:
+        with contextlib.suppress(WebDriverException):  # chromedriver raises on some pages that do not load
+            browser.get("https://cdn.jsdelivr.net/npm/swagger-ui-dist@5/swagger-ui.css")
+        assert "ERR_NAME_NOT_RESOLVED" in browser.page_source  # the cut is real: a CDN does not answer
+        browser.get(service.url + "/docs")
+        paths = WebDriverWait(browser, 120).until(
+            lambda b: [e.text for e in b.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")] or None)
+        assert {"/api/search", "/api/ask", "/api/sql", "/api/health"} <= set(paths)
+        assert browser.find_elements(By.CSS_SELECTOR, ".btn.authorize")  # the API key can be given there
+        screenshot = Path(os.environ.get("README_SCREENSHOT_DOCS") or tmp_path / "docs.png")
+        assert browser.save_screenshot(str(screenshot)) and screenshot.stat().st_size > 10_000
     finally:
         browser.quit()
 
@@ -440,3 +472,72 @@ def test_a_busy_port_is_one_line_before_the_model_loads(tmp_path):
     assert started.stderr.strip().splitlines() == [
         f"sarag: error: cannot listen on 127.0.0.1:{port}: Address already in use (another `sarag serve`? "
         "choose another --port)"]
+
+
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stopped_service_leaves_no_process_behind(built_home, stop):
+    """systemd and docker stop with SIGTERM: every child process (the SQL workers, multiprocessing's resource
+    tracker when there is one) ends with the service (before, they were re-parented to PID 1 and lived on,
+    ~200 MB each)."""
+    import psutil
+
+    running, children = Service(built_home.root), []
+    try:
+        assert running.post("/api/sql", {"statement": "SELECT 1 AS one"}).json()["rows"] == [[1]]
+        children = psutil.Process(running.process.pid).children(recursive=True)
+        commands = [" ".join(child.cmdline()) for child in children]
+        assert any("--multiprocessing-fork" in c for c in commands), commands  # the SQL worker(s)
+        assert json.loads((built_home.root / "serve.json").read_text())["pid"] == running.process.pid
+        running.process.send_signal(stop)
+        running.process.wait(timeout=START_GUARD_S)
+        assert not (built_home.root / "serve.json").exists()  # the CLI is not sent to a stopped service
+        _, alive = psutil.wait_procs(children, timeout=START_GUARD_S)  # only a guard: leaked ones never end
+        assert not alive, [" ".join(p.cmdline()) for p in alive]
+    finally:
+        running.stop()
+        for child in children:  # what a failed run left behind
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+
+
+def sarag_cli(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **env,
+           "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", "sarag_assets.cli", *argv], env=env, capture_output=True, text=True,
+                          timeout=START_GUARD_S)
+
+
+def test_search_and_ask_use_a_service_running_on_the_home(built_home, generated_queries):
+    question = next(q for q in generated_queries if len(q["turns"]) == 1)["turns"][0]["text"]
+    running = Service(built_home.root, api_key=KEY)
+    try:
+        for command in ("search", "ask"):
+            served = sarag_cli(command, "--home", str(built_home.root), question, SARAG_API_KEY=KEY)
+            assert served.returncode == 0, served.stderr
+            assert served.stdout.splitlines()[-1].endswith(f"; answered by the sarag serve at {running.url})")
+            # without the key the service refuses: the same answer, from this process
+            alone = sarag_cli(command, "--home", str(built_home.root), question, SARAG_API_KEY="")
+            assert alone.stdout.splitlines()[:-1] == served.stdout.splitlines()[:-1]
+            assert "answered by" not in alone.stdout
+    finally:
+        running.stop()
+    after = sarag_cli("search", "--home", str(built_home.root), question, SARAG_API_KEY=KEY)
+    assert after.returncode == 0 and "answered by" not in after.stdout  # stopped: answered in process
+
+
+def test_a_service_file_left_by_a_dead_process_is_not_trusted(tmp_path):
+    from sarag_assets.service import discovery
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    (tmp_path / "serve.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "pid": gone.pid,
+                                                      "home": str(tmp_path.resolve())}))
+    assert discovery.running_service(tmp_path) is None
+    discovery.announce(tmp_path, "http://127.0.0.1:9")  # this process, alive
+    assert discovery.running_service(tmp_path) == "http://127.0.0.1:9"
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "serve.json").write_bytes((tmp_path / "serve.json").read_bytes())
+    assert discovery.running_service(copy) is None  # a copied home is not the one the service reads
+    discovery.withdraw(tmp_path)
+    assert not (tmp_path / "serve.json").exists()

@@ -58,6 +58,12 @@ class RuntimeChoice:
     machine: str
     measured_at: str
 
+    def summary(self) -> str:
+        """One readable line: 'torch for batches (torch 134.6, onnx 119.2 texts/s), onnx for queries (...)'."""
+        rates = ", ".join(f"{k} {v:.1f}" for k, v in sorted(self.texts_per_second.items(), key=lambda kv: -kv[1]))
+        times = ", ".join(f"{k} {v:.1f} ms" for k, v in sorted(self.query_ms.items(), key=lambda kv: kv[1]))
+        return f"{self.batches} for batches ({rates} texts/s), {self.queries} for queries ({times})"
+
 
 def sample_texts() -> list[list[str]]:
     """Texts of each length, a group per length: the pipeline encodes thousands of texts at once, which
@@ -194,8 +200,7 @@ def fastest_runtimes(model_dir: str, threads: int | None, query_threads: int | N
         choice = _read(path)
         if choice is None:
             choice = measure(make_encoder, threads, query_threads)
-            log.warning("encoder runtime chosen by timing both: %s for batches (%s texts/s), %s for queries (%s ms)",
-                        choice.batches, choice.texts_per_second, choice.queries, choice.query_ms)
+            log.warning("encoder runtime chosen by timing both: %s", choice.summary())
             if lock is not None:
                 fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json.tmp")
                 with os.fdopen(fd, "w", encoding="utf-8") as out:

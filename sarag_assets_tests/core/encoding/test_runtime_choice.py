@@ -95,3 +95,12 @@ def test_processes_starting_at_once_measure_once(cache):
     assert [p.returncode for p in started] == [0, 0], [err[-500:] for _, err in results]
     assert results[0][0] == results[1][0]  # the same answer
     assert sum("chosen by timing both" in err for _, err in results) == 1  # measured by one of them
+
+
+def test_the_choice_is_logged_as_one_readable_line():
+    choice = runtime_choice.RuntimeChoice(batches="torch", queries="onnx",
+                                          texts_per_second={"onnx": 119.2, "torch": 134.6},
+                                          query_ms={"onnx": 2.495, "torch": 7.586}, machine="x86_64",
+                                          measured_at="now")
+    assert choice.summary() == "torch for batches (torch 134.6, onnx 119.2 texts/s), onnx for queries " \
+                               "(onnx 2.5 ms, torch 7.6 ms)"
