@@ -537,6 +537,7 @@ def cmd_worker(args) -> int:
 def cmd_eval(args) -> int:
     from sarag_assets.evaluation.queries import EvalFileError
     from sarag_assets.evaluation.report import (
+        ranking_views,
         render_bar_chart,
         render_markdown,
         render_table,
@@ -560,6 +561,7 @@ def cmd_eval(args) -> int:
     except (EvalError, EvalFileError) as exc:
         raise CliError(str(exc)) from None
     print(render_table(run.report))
+    print("\n" + ranking_views(root / "warehouse.duckdb"))
     reports = root / "reports"
     reports.mkdir(parents=True, exist_ok=True)
     markdown = render_markdown(run.report, title=f"sarag eval: {Path(args.corpus).name}")

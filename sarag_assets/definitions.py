@@ -15,7 +15,7 @@ from sarag_assets.defs.evaluation import (
     table_quality_report,
 )
 from sarag_assets.defs.executors import executor_for
-from sarag_assets.defs.indices import feature_clusters, lancedb_indices, value_mentions
+from sarag_assets.defs.indices import feature_clusters, lancedb_indices, ranking_calibration, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
     cluster_job,
@@ -23,6 +23,7 @@ from sarag_assets.defs.jobs import (
     index_batch_job,
     ingest_batch_job,
     optimize_indices_job,
+    ranking_calibration_job,
     refresh_rows_job,
     value_mentions_job,
 )
@@ -53,10 +54,11 @@ def build_definitions(settings: Settings) -> dg.Definitions:
     return dg.Definitions(
         assets=catalogued([
             ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
-            feature_clusters, value_mentions, lancedb_indices, staged_state, published_state, table_quality_report,
-            preference_pairs, retrieval_evaluation,
+            feature_clusters, value_mentions, ranking_calibration, lancedb_indices, staged_state, published_state,
+            table_quality_report, preference_pairs, retrieval_evaluation,
         ], owners=[o.strip() for o in settings.asset_owners.split(",")]),
         jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
+              ranking_calibration_job,
               optimize_indices_job, publish_job,
               evaluation_job, retrieval_evaluation_job],
         sensors=[inbox_sensor, automation_sensor],

@@ -104,6 +104,7 @@ class Settings(BaseModel):
     sql_max_rows: int = Field(1000, gt=0, description="rows a SQL statement returns at most (the answer says when there were more)")
     sql_max_result_bytes: int = Field(10_000_000, gt=0, description="bytes a SQL statement's result may hold, as text; a larger result is refused")
     max_request_bytes: int = Field(1_000_000, gt=0, description="bytes a request body to `sarag serve` may hold; a larger one is refused (413) before it is read")
+    ranking_calibration: bool = Field(True, description="measure on the home's own conversations which views vote in its ranking (a calibration home of up to 150 of them, built again when the home has doubled); false: the text views vote")
     executor: Literal["in_process", "celery", "k8s"] = Field(
         "in_process", description="where the pipeline's steps run: in_process (one machine), celery (on `sarag worker` processes) or k8s (a Kubernetes Job per step; docs/deployment.md)")
     celery_broker: str = Field("redis://127.0.0.1:6379/0", min_length=1, description="the Celery broker the runs and the workers share (redis://..., amqp://...)")

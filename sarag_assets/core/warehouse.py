@@ -142,6 +142,14 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("value", "VARCHAR NOT NULL"),
         ("conversations", "BIGINT NOT NULL"),
     ],
+    # Appended by ranking_calibration, one row per measurement of the views' votes (`query.calibration`).
+    "ranking_calibrations": [
+        ("measured_at", "TIMESTAMPTZ NOT NULL"),
+        ("conversations", "BIGINT NOT NULL"),
+        ("queries", "BIGINT NOT NULL"),
+        ("weights_json", "VARCHAR NOT NULL"),
+        ("report_json", "VARCHAR NOT NULL"),
+    ],
     "cluster_models": [
         ("model_version", "VARCHAR NOT NULL"),
         ("model", "BLOB NOT NULL"),
@@ -543,6 +551,15 @@ def save_governance(con: duckdb.DuckDBPyConnection, *, versions: pl.DataFrame | 
 
 def table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
+def latest_ranking_calibration(con: duckdb.DuckDBPyConnection) -> tuple[int, dict[str, float]] | None:
+    """(conversations measured, weights per view) of the newest calibration; None before the first."""
+    if "ranking_calibrations" not in table_names(con):
+        return None
+    row = con.execute("SELECT conversations, weights_json FROM ranking_calibrations "
+                      "ORDER BY measured_at DESC LIMIT 1").fetchone()
+    return (int(row[0]), json.loads(row[1])) if row else None
 
 
 def value_mention_counts(con: duckdb.DuckDBPyConnection) -> dict[str, int]:

@@ -16,11 +16,13 @@ TABLE_OF = {
     "dialogue_graphs": "graph_nodes",
     "feature_clusters": "cluster_assignments",
     "value_mentions": "value_mentions",
+    "ranking_calibration": "ranking_calibrations",
 }
 CODE_VERSIONS = {
     "raw_dialogues": "1", "quarantine": "1", "candidate_schemas": "1", "governed_metadata": "1",
     "validated_rows": "1", "pseudo_documents": "1", "dialogue_graphs": "1", "feature_clusters": "1",
-    "value_mentions": "1", "lancedb_indices": "1", "staged_state": "1", "published_state": "1",
+    "value_mentions": "1", "ranking_calibration": "1", "lancedb_indices": "1", "staged_state": "1",
+    "published_state": "1",
     "table_quality_report": "1", "preference_pairs": "2", "retrieval_evaluation": "1",
 }
 

@@ -1,5 +1,5 @@
-"""Retrieval side: feature_clusters (unpartitioned, incremental), value_mentions (unpartitioned) and
-lancedb_indices[batch]."""
+"""Retrieval side: feature_clusters (unpartitioned, incremental), value_mentions and ranking_calibration
+(unpartitioned) and lancedb_indices[batch]."""
 
 import dagster as dg
 
@@ -16,6 +16,7 @@ from sarag_assets.core.indices.documents import (
 )
 from sarag_assets.core.indices.store import IndexStore, vector_health
 from sarag_assets.core.indices.value_mentions import count_mentions, table_cells
+from sarag_assets.query import calibration
 from sarag_assets.defs.conditions import ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.partitions import conversation_batches
 from sarag_assets.defs.resources import (
@@ -111,6 +112,35 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
         "conversations": n_rows,
         "median_mentions": float(counts.median()) if mentions.height else 0.0,
     })
+
+
+@dg.asset(
+    deps=["raw_dialogues"],
+    group_name="retrieval",
+    kinds={"duckdb"},
+    automation_condition=ON_DEPENDENCY_CHANGE,
+    description="Which views vote in the home's ranking, measured on its own conversations: the asker's "
+    "opening turns of up to 150 of them search a calibration home holding the rest of each, every view alone "
+    "and together (query.calibration). Measured again when the home has doubled.",
+)
+def ranking_calibration(context: dg.AssetExecutionContext, sarag_home: SaragHome, embedder: EmbedderResource):
+    settings = sarag_home.settings()
+    home = settings.paths.ensure()
+    with warehouse.connect(home.warehouse, read_only=True) as con:
+        previous = warehouse.latest_ranking_calibration(con)
+        count = warehouse.current_dialogue_count(con)
+        if not settings.ranking_calibration or not calibration.due(previous and previous[0], count):
+            reason = "off (ranking_calibration)" if not settings.ranking_calibration else \
+                f"measured at {previous[0]} conversations; {count} now, not yet twice as many"
+            return dg.MaterializeResult(metadata={"measured": False, "reason": reason})
+        turns = warehouse.current_dialogue_turns(con)
+    measured = calibration.calibrate(home.root, turns, home.root / "sarag.toml", embedder.embedder(settings))
+    with warehouse.connect(home.warehouse) as con:
+        warehouse.append_rows(con, "ranking_calibrations", measured.frame())
+    return dg.MaterializeResult(metadata={
+        "measured": True, "weights": measured.weights, "pseudo_queries": measured.queries,
+        "ndcg_alone": measured.alone, "ndcg_chosen": measured.chosen if measured.chosen is not None else -1.0,
+        "note": measured.note})
 
 
 @dg.asset(

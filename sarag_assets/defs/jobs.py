@@ -49,6 +49,14 @@ value_mentions_job = dg.define_asset_job(
 )
 
 
+# Unpartitioned: measure which views vote in the ranking (again once the home has doubled).
+ranking_calibration_job = dg.define_asset_job(
+    "ranking_calibration_job",
+    selection=dg.AssetSelection.assets("ranking_calibration"),
+    description="Measure on the home's own conversations which views vote in its ranking.",
+)
+
+
 @dg.op(description="Compact the LanceDB tables and bring their indices up to date.")
 def optimize_lancedb(context: dg.OpExecutionContext, sarag_home: SaragHome):
     from sarag_assets.core import publication

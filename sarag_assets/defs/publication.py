@@ -11,7 +11,7 @@ from sarag_assets.defs.conditions import ON_COMPLETE_INDICES, ON_DEPENDENCY_CHAN
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome
 
 # governed_metadata too, for the lineage; a change of M* that matters reaches readers through these
-STAGED_FROM = ["lancedb_indices", "feature_clusters", "value_mentions"]
+STAGED_FROM = ["lancedb_indices", "feature_clusters", "value_mentions", "ranking_calibration"]
 
 
 @dg.asset(

@@ -128,6 +128,10 @@ def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch
         outcome.redone.append("counted value mentions: the rows changed")
         if not launch.run("value_mentions_job").success:
             outcome.failed.append("value_mentions")
+    if _outdated(instance, "ranking_calibration", ["raw_dialogues"], None):
+        step("measuring the ranking's views")
+        if not launch.run("ranking_calibration_job").success:
+            outcome.failed.append("ranking_calibration")
     evaluation = ["table_quality_report", "preference_pairs"]
     if any(_outdated(instance, asset, ["validated_rows"], None) for asset in evaluation):  # M* changes refresh rows
         step("measuring table quality")

@@ -328,3 +328,24 @@ def render_bar_chart(
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png")
     return path
+
+
+def ranking_views(warehouse_path: Path) -> str:
+    """One line on which views vote in the home's ranking and what its calibration measured (`query.calibration`)."""
+    from sarag_assets.core import warehouse
+
+    with warehouse.connect(warehouse_path, read_only=True) as con:
+        if "ranking_calibrations" not in warehouse.table_names(con):
+            return "Ranking: no calibration recorded (the text views vote)."
+        row = con.execute("SELECT queries, weights_json, report_json FROM ranking_calibrations "
+                          "ORDER BY measured_at DESC LIMIT 1").fetchone()
+    if row is None:
+        return "Ranking: no calibration recorded (the text views vote)."
+    queries, weights, report = row[0], json.loads(row[1]), json.loads(row[2])
+    voting = ", ".join(sorted(v for v, w in weights.items() if w > 0))
+    if not queries:
+        return f"Ranking: {voting} vote ({report.get('note', 'not measured')})."
+    alone = ", ".join(f"{v} {s:.3f}" for v, s in sorted(report["alone"].items(), key=lambda kv: -kv[1]))
+    return (f"Ranking: {voting} vote, measured on {queries} pseudo-queries of this home (nDCG@10 alone: {alone}; "
+            f"the voting views together: {report['chosen']:.3f}).")
+

@@ -61,9 +61,9 @@ def query_settings(system: str):
 
 
 def channel_systems() -> tuple[str, ...]:
-    from sarag_assets.query.engine import CHANNELS, SEEDED_CHANNELS
+    from sarag_assets.query.engine import CHANNELS
 
-    return tuple(CHANNEL_PREFIX + c for c in CHANNELS if c not in SEEDED_CHANNELS)
+    return tuple(CHANNEL_PREFIX + c for c in CHANNELS)
 
 
 def parse_systems(value: str | Sequence[str] | None) -> list[str]:

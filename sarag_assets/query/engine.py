@@ -26,8 +26,9 @@ first:
   (`understanding.offered_not_taken`). This is how "that one" in the latest turn still selects the
   product named three turns ago.
 
-The text channels are the base; the structured views move a conversation only within the text channels'
-disagreement about it (`query.fusion`). Then a row holding mentioned values is lifted by
+Channels reading the same thing are one view, and each view is one vote, weighed as the home's own
+conversations measured it (`query.fusion`, `query.calibration`): without a measurement the two text views
+vote and structure does not. Within the table view, a row holding mentioned values is lifted by
 ``trust² x share`` standard deviations (the share of the mentioned values it holds); ``trust`` is how
 completely the table holds the named values (rows holding each over the conversations mentioning it,
 `_table_trust`), and its square is the net good of lifting the holders: they rise above the
@@ -47,7 +48,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Collection
 
 import numpy as np
 
@@ -61,7 +62,8 @@ from sarag_assets.core.indices.store import (
 )
 from sarag_assets.query.damage import reading_published_copy
 from sarag_assets.query.dense import DenseIndexes
-from sarag_assets.query.fusion import TEXT_CHANNELS, fuse, neighbours, with_neighbours
+from sarag_assets.query.fusion import DEFAULT_WEIGHTS, ViewScores, combine, view_scores
+from sarag_assets.query.table_match import RowShares, entity_shares, value_gain
 from sarag_assets.query.understanding import (
     Query,
     QueryError,
@@ -80,9 +82,7 @@ from sarag_assets.query.understanding import (
 from sarag_assets.settings import Home, Settings
 
 CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
-            "cluster_route", "table_match", "neighbours")
-# re-rank the other channels' ranking, not the query (`fusion.with_neighbours`): never on alone
-SEEDED_CHANNELS = frozenset({"neighbours"})
+            "cluster_route", "table_match")
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
@@ -123,8 +123,6 @@ class SearchSettings:
             raise ValueError(f"unknown channels {sorted(unknown)}; known: {', '.join(CHANNELS)}")
         if not self.channels:
             raise ValueError("at least one channel must be on")
-        if set(self.channels) <= SEEDED_CHANNELS:
-            raise ValueError(f"{', '.join(sorted(self.channels))} re-ranks what other channels find: turn one of them on too")
         if not 0.0 <= self.alpha <= 1.0:
             raise ValueError(f"alpha must be within [0, 1], got {self.alpha}")
 
@@ -148,6 +146,17 @@ class SearchHit:
     def as_dict(self) -> dict[str, Any]:
         return {"dialogue_id": self.dialogue_id, "score": round(self.score, 6), "rank": self.rank,
                 "channels": self.channels, "matched_columns": self.matched_columns, "row": self.row}
+
+
+@dataclass
+class Ranking:
+    """One query's ranking at one depth: each channel's list (``sdr`` and ``table_match`` as fused), the
+    dense lists as searched (``issue``, ``solution`` apart), each view's scores and the fused ones."""
+
+    ranked: dict[str, list[tuple[str, float]]]
+    lists: dict[str, list[tuple[str, float]]]
+    views: ViewScores
+    fused: dict[str, float]
 
 
 @dataclass
@@ -212,6 +221,9 @@ class Sarag:
             # none in a home built before value_mentions existed: every value is then trusted fully
             self._mentions = warehouse.value_mention_counts(con)
             self._origins = warehouse.conversation_origins(con)  # every hit names its own: read once here
+            calibration = warehouse.latest_ranking_calibration(con)
+        # each view's vote, as the home's own conversations measured it (`query.calibration`)
+        self.weights = calibration[1] if calibration else dict(DEFAULT_WEIGHTS)
         self.rows: dict[str, dict[str, str]] = {}  # in dialogue id order
         cells = []
         for record in table:
@@ -300,9 +312,10 @@ class Sarag:
         length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
         return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
 
-    def _ranking(self, parsed: Query, reading: Query, passed_over, settings: SearchSettings, depth: int, read=None):
-        """Each channel's ``depth`` best conversations, and their fused scores (table match included):
-        (lists fused, every list, fused scores, (query vector, passages scan))."""
+    def _ranking(self, parsed: Query, reading: Query, passed_over, settings: SearchSettings, depth: int,
+                 read=None) -> tuple[Ranking, tuple]:
+        """Each channel's ``depth`` best conversations, each view's scores (the table lifted by the match)
+        and the fused ones; and (query vector, passages scan) for a deeper ranking to reuse."""
         on = settings.channels
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
@@ -332,48 +345,59 @@ class Sarag:
         if "issue" in lists or "solution" in lists:
             ranked["sdr"] = _alpha_fuse(lists.get("issue", []), lists.get("solution", []), settings.alpha,
                                         "issue" in lists, "solution" in lists)
-        fused = fuse(ranked)
+        views = view_scores(ranked)
         if "table_match" in on and parsed.entities:
             shares = self._entity_shares(parsed, passed_over)
-            ranked["table_match"] = shares.top(depth, fused, self._row_position)
-            if fused:
-                fused = shares.lift(fused, self._table_trust(parsed) ** 2, self._row_position,
-                                    joining=[d for d, _ in ranked["table_match"]])
-            else:  # the table match alone: its own order
-                fused = {d: -i for i, (d, _) in enumerate(ranked["table_match"])}
-        if "neighbours" in on and fused:
-            ranked["neighbours"] = neighbours(fused, self.dense.unit_vectors(CONVERSATION_TEXTS, fused))
-            fused = with_neighbours(fused, ranked["neighbours"], votes=len(on & set(TEXT_CHANNELS)))
-        return ranked, lists, fused, (vector, passages)
+            scores, floor = views.get("table", ({}, 0.0))
+            ranked["table_match"] = shares.top(depth, scores, self._row_position)
+            if scores:
+                views["table"] = (shares.lift(scores, self._table_trust(parsed) ** 2, self._row_position,
+                                              joining=[d for d, _ in ranked["table_match"]]), floor)
+            elif ranked["table_match"]:  # the table match alone: its own order
+                views["table"] = ({d: -float(i) for i, (d, _) in enumerate(ranked["table_match"])}, -float(depth))
+        fused = combine(views, self.weights)
+        return Ranking(ranked, lists, views, fused), (vector, passages)
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
+
+    def _readings(self, query, settings: SearchSettings) -> tuple[Query, Query, set[str]]:
+        """The query read, the reading the text channels search (without the values set aside) and those."""
+        parsed = self.understand(query)
+        # what the table match knows, the text channels use too: values set aside are not what is asked about
+        passed_over = offered_not_taken(parsed) if "table_match" in settings.channels else set()
+        return parsed, without_values(parsed, passed_over), passed_over
+
+    def views(self, query, settings: SearchSettings | None = None) -> ViewScores:
+        """Each view's scores for the query at the settings' depth, before they are weighed (what
+        `query.calibration` measures)."""
+        settings = settings or self.settings
+        parsed, reading, passed_over = self._readings(query, settings)
+        return self._ranking(parsed, reading, passed_over, settings, settings.depth)[0].views
 
     def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
         if not isinstance(k, int) or k < 1:
             raise QueryError(f"k must be a positive integer, got {k!r}")
         settings = settings or self.settings
-        parsed = self.understand(query)
-        on = settings.channels
-        # what the table match knows, the text channels use too: values set aside are not what is asked about
-        passed_over = offered_not_taken(parsed) if "table_match" in on else set()
-        reading = without_values(parsed, passed_over)
+        parsed, reading, passed_over = self._readings(query, settings)
         # The ranking is made at the settings' depth whatever k is: a channel's z-scores depend on how long
         # its list is, so deeper lists for a larger k would reorder the top. A k beyond what that depth
         # found is filled from deeper lists, after it, so a longer list always starts with the shorter one.
-        ranked, lists, fused, read = self._ranking(parsed, reading, passed_over, settings, settings.depth)
+        ranking, read = self._ranking(parsed, reading, passed_over, settings, settings.depth)
+        fused = ranking.fused
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         scores = dict(fused)
         if len(order) < k:
-            deeper = self._ranking(parsed, reading, passed_over, settings, max(5 * k, 2 * settings.depth), read)
+            deeper, _ = self._ranking(parsed, reading, passed_over, settings, max(5 * k, 2 * settings.depth), read)
             seen, last = set(order), fused[order[-1]] if order else math.inf
-            for d in sorted(deeper[2], key=lambda d: (-deeper[2][d], d)):
+            for d in sorted(deeper.fused, key=lambda d: (-deeper.fused[d], d)):
                 if len(order) == k:
                     break
                 if d not in seen:  # never above the ranking it extends
                     order.append(d)
-                    last = scores[d] = min(deeper[2][d], last)
-            ranked, lists = deeper[0], deeper[1]  # the same lists, longer: the hits' channel ranks
+                    last = scores[d] = min(deeper.fused[d], last)
+            ranking = deeper  # the same lists, longer: the hits' channel ranks
+        ranked, lists = ranking.ranked, ranking.lists
         per_channel = {name: {d: (i + 1, s) for i, (d, s) in enumerate(hits)} for name, hits in ranked.items()}
         for side in ("issue", "solution"):
             if side in lists:
@@ -619,130 +643,6 @@ class Sarag:
     def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
                              self.lexicon.idf, self.row_ids, passed_over)
-
-
-def value_gain(entity, held: int, idf) -> float:
-    """What a named value weighs in the table match: its turn's weight x its closeness x idf(rows holding it)."""
-    return entity.weight * entity.closeness * idf(held)
-
-
-def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
-                  set_aside: Collection[str] = ()) -> "RowShares":
-    """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
-    x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
-    several columns (a version the table keeps twice) counts once, by its best reading. A value in
-    ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
-    against the rows holding it, by how much less it weighs than the weightiest value of its column: a
-    cell holds one value, so such a row is about what the asker passed over. Like a gain, that cost counts
-    once per row, its largest over the columns holding the value (a value the table keeps in two columns
-    costs once). In arrays: at 100,000 rows a mentioned value can be held by thousands of them.
-    ``positions_of(entity)``: the sorted table positions (in ``row_ids``) of the rows holding it;
-    ``idf(rows holding it)``."""
-    groups: dict[str, list] = {}
-    for entity in entities:
-        groups.setdefault(entity.surface, []).append(entity)
-    total = 0.0
-    positions, gains = [], []
-    top_weight: dict[str, float] = {}  # per column, the weightiest value's turn weight x closeness
-    aside = []  # (surface, column, its weight, rows holding it, idf of those rows) of the values set aside
-    for surface, group in groups.items():
-        held = [(positions_of(e), e) for e in group]
-        held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
-        if not held:
-            continue
-        for rows, _, e in held:
-            top_weight[e.column] = max(top_weight.get(e.column, 0.0), e.weight * e.closeness)
-            if surface in set_aside:
-                aside.append((surface, e.column, e.weight * e.closeness, rows, idf(len(rows))))
-        rows, gain = _best_per_row([(r, g) for r, g, _ in held])
-        positions.append(rows)
-        gains.append(gain)
-        total += float(gain.max())
-    if total <= 0:
-        return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
-    costs: dict[str, list] = {}
-    for surface, column, weight, rows, rarity in aside:
-        if top_weight[column] > weight:
-            costs.setdefault(surface, []).append((rows, (top_weight[column] - weight) * rarity))
-    for readings in costs.values():  # like its gain, a value's cost counts once per row: its largest
-        rows, cost = _best_per_row(readings)
-        positions.append(rows)
-        gains.append(-cost)
-    rows = np.concatenate(positions)
-    gain = np.concatenate(gains)
-    order = np.argsort(rows, kind="stable")
-    rows, gain = rows[order], gain[order]
-    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    return RowShares(row_ids, rows[first], np.add.reduceat(gain, first) / total)
-
-
-def _best_per_row(readings: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows (ascending) and, per row, the largest amount of the readings ``(rows, amount)`` holding it."""
-    rows = np.concatenate([r for r, _ in readings])
-    amount = np.concatenate([np.full(len(r), a) for r, a in readings])
-    order = np.lexsort((-amount, rows))  # by row, its best reading first
-    rows, amount = rows[order], amount[order]
-    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-    return rows[first], amount[first]
-
-
-class RowShares:
-    """The rows holding mentioned values (table positions, ascending) and each one's share (below 0 for a
-    row holding only a value the query set aside)."""
-
-    def __init__(self, row_ids: Sequence[str], positions: np.ndarray, shares: np.ndarray):
-        self.row_ids = row_ids
-        self.positions = positions
-        self.shares = shares
-
-    def __len__(self) -> int:
-        return len(self.positions)
-
-    def _at(self, positions: np.ndarray) -> np.ndarray:
-        """The shares of rows at ``positions`` (0 for rows holding none)."""
-        if not len(self.positions):
-            return np.zeros(len(positions))
-        i = np.minimum(np.searchsorted(self.positions, positions), len(self.positions) - 1)
-        return np.where(self.positions[i] == positions, self.shares[i], 0.0)
-
-    def as_dict(self) -> dict[str, float]:
-        return {self.row_ids[p]: float(s) for p, s in zip(self.positions.tolist(), self.shares.tolist())}
-
-    def top(self, depth: int, fused: Mapping[str, float], position: Mapping[str, int]) -> list[tuple[str, float]]:
-        """The ``depth`` rows of highest share above 0; ties by the other channels' fused score, then id (the
-        table positions are in id order)."""
-        if not len(self.positions):
-            return []
-        tie = np.full(len(self.positions), -np.inf)  # fused scores can be negative (z-scores)
-        known = [(position[d], f) for d, f in fused.items() if d in position]
-        if known:
-            at = np.array([p for p, _ in known], dtype=np.int64)
-            i = np.minimum(np.searchsorted(self.positions, at), len(self.positions) - 1)
-            hit = self.positions[i] == at
-            tie[i[hit]] = np.array([f for _, f in known])[hit]
-        order = np.lexsort((self.positions, -tie, -np.round(self.shares, 9)))
-        order = order[self.shares[order] > 0][:depth]
-        return [(self.row_ids[p], float(s)) for p, s in zip(self.positions[order].tolist(),
-                                                             self.shares[order].tolist())]
-
-    def lift(self, fused: Mapping[str, float], factor: float, position: Mapping[str, int],
-             joining: Sequence[str] = ()) -> dict[str, float]:
-        """``score + factor x share`` for every fused row; the ``joining`` rows (the match's best) that no
-        channel returned join at the lowest fused score, lifted the same way."""
-        out = dict(fused)
-        if not len(self.positions) or factor <= 0:
-            return out
-        floor = min(fused.values(), default=0.0)
-        ids = list(fused)
-        at = np.array([position.get(d, -1) for d in ids], dtype=np.int64)
-        for d, x in zip(ids, self._at(at).tolist()):
-            out[d] = fused[d] + factor * float(x)
-        new = [d for d in joining if d not in fused]
-        if new:
-            at = np.array([position[d] for d in new], dtype=np.int64)
-            for d, x in zip(new, self._at(at).tolist()):
-                out[d] = floor + factor * float(x)
-        return out
 
 
 def is_weak(strength: float | None, matched: list | None = None) -> bool:

@@ -96,20 +96,6 @@ def test_switching_channels_off_changes_what_finds_the_hits(engine, generated_qu
     assert all("cluster_route" not in h.channels for h in without_route)
     with pytest.raises(ValueError, match="unknown channels"):
         SearchSettings.only("telepathy")
-    with pytest.raises(ValueError, match="re-ranks what other channels find"):
-        SearchSettings.only("neighbours")
-
-
-def test_the_neighbours_vote_reorders_the_same_candidates(engine, generated_queries):
-    query = generated_queries[0]["turns"]
-    voted = engine.retrieve(query, 10)
-    plain = engine.retrieve(query, 10, settings=SearchSettings().without("neighbours"))
-    assert all("neighbours" in h.channels for h in voted.hits)
-    assert all("neighbours" not in h.channels for h in plain.hits)
-    deep = engine.retrieve(query, SearchSettings().depth).hits
-    assert all(set(h.channels) - {"neighbours"} for h in deep)  # it brings in nothing the channels did not find
-    assert [h.dialogue_id for h in voted.hits] != [h.dialogue_id for h in plain.hits] or \
-        [h.score for h in voted.hits] != [h.score for h in plain.hits]
 
 
 def test_same_home_same_query_same_ranking(engine, generated_queries, built_home):
@@ -224,7 +210,8 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
     from sarag_assets.query.engine import Sarag
     from sarag_assets.query.understanding import normalize
 
-    with Sarag(built_home) as engine:
+    table = SearchSettings.only("table_row", "full_text", "table_match")  # the lift acts in the table's vote
+    with Sarag(built_home, settings=table) as engine:
         assert engine._mentions, "the pipeline's value_mentions asset counted the table's values"
         query = next(q for q in generated_queries if q["kind"] == "single" and
                      len(engine.understand(q["turns"]).entities) == 1)

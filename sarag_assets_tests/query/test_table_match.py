@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 
-from sarag_assets.query.engine import RowShares, entity_shares
+from sarag_assets.query.table_match import RowShares, entity_shares
 from sarag_assets.query.understanding import Entity
 
 ROW_IDS = ["a", "b", "c", "d", "e"]

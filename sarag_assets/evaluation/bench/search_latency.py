@@ -138,10 +138,10 @@ def time_search(engine, queries, k: int, *, fresh_embeddings: bool = True) -> li
 
 def channel_timings(engine, queries, k: int) -> dict[str, dict]:
     """`retrieve` with one channel on (embedding cached: understanding + that channel + fusion)."""
-    from sarag_assets.query.engine import CHANNELS, SEEDED_CHANNELS, SearchSettings
+    from sarag_assets.query.engine import CHANNELS, SearchSettings
 
     out = {}
-    for channel in (c for c in CHANNELS if c not in SEEDED_CHANNELS):
+    for channel in CHANNELS:
         settings = SearchSettings.only(channel)
         engine.retrieve(queries[0], k, settings=settings)
         out[channel] = summary([_timed(engine.retrieve, q, k, settings=settings)[0] for q in queries])

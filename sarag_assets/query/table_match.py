@@ -1,0 +1,136 @@
+"""The table match: the rows holding the values a query names, and how far each is lifted. No Dagster.
+
+A row's share is the weighted part of the query's named values it holds (`entity_shares`); within the
+table view of the ranking (`query.fusion`) a row is lifted by ``trust² x share`` deviations
+(`RowShares.lift`, trust from `engine.Sarag._table_trust`).
+"""
+
+from __future__ import annotations
+
+from typing import Collection, Mapping, Sequence
+
+import numpy as np
+
+
+def value_gain(entity, held: int, idf) -> float:
+    """What a named value weighs in the table match: its turn's weight x its closeness x idf(rows holding it)."""
+    return entity.weight * entity.closeness * idf(held)
+
+
+def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
+                  set_aside: Collection[str] = ()) -> "RowShares":
+    """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
+    x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
+    several columns (a version the table keeps twice) counts once, by its best reading. A value in
+    ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
+    against the rows holding it, by how much less it weighs than the weightiest value of its column: a
+    cell holds one value, so such a row is about what the asker passed over. Like a gain, that cost counts
+    once per row, its largest over the columns holding the value (a value the table keeps in two columns
+    costs once). In arrays: at 100,000 rows a mentioned value can be held by thousands of them.
+    ``positions_of(entity)``: the sorted table positions (in ``row_ids``) of the rows holding it;
+    ``idf(rows holding it)``."""
+    groups: dict[str, list] = {}
+    for entity in entities:
+        groups.setdefault(entity.surface, []).append(entity)
+    total = 0.0
+    positions, gains = [], []
+    top_weight: dict[str, float] = {}  # per column, the weightiest value's turn weight x closeness
+    aside = []  # (surface, column, its weight, rows holding it, idf of those rows) of the values set aside
+    for surface, group in groups.items():
+        held = [(positions_of(e), e) for e in group]
+        held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
+        if not held:
+            continue
+        for rows, _, e in held:
+            top_weight[e.column] = max(top_weight.get(e.column, 0.0), e.weight * e.closeness)
+            if surface in set_aside:
+                aside.append((surface, e.column, e.weight * e.closeness, rows, idf(len(rows))))
+        rows, gain = _best_per_row([(r, g) for r, g, _ in held])
+        positions.append(rows)
+        gains.append(gain)
+        total += float(gain.max())
+    if total <= 0:
+        return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
+    costs: dict[str, list] = {}
+    for surface, column, weight, rows, rarity in aside:
+        if top_weight[column] > weight:
+            costs.setdefault(surface, []).append((rows, (top_weight[column] - weight) * rarity))
+    for readings in costs.values():  # like its gain, a value's cost counts once per row: its largest
+        rows, cost = _best_per_row(readings)
+        positions.append(rows)
+        gains.append(-cost)
+    rows = np.concatenate(positions)
+    gain = np.concatenate(gains)
+    order = np.argsort(rows, kind="stable")
+    rows, gain = rows[order], gain[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return RowShares(row_ids, rows[first], np.add.reduceat(gain, first) / total)
+
+
+def _best_per_row(readings: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (ascending) and, per row, the largest amount of the readings ``(rows, amount)`` holding it."""
+    rows = np.concatenate([r for r, _ in readings])
+    amount = np.concatenate([np.full(len(r), a) for r, a in readings])
+    order = np.lexsort((-amount, rows))  # by row, its best reading first
+    rows, amount = rows[order], amount[order]
+    first = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
+    return rows[first], amount[first]
+
+
+class RowShares:
+    """The rows holding mentioned values (table positions, ascending) and each one's share (below 0 for a
+    row holding only a value the query set aside)."""
+
+    def __init__(self, row_ids: Sequence[str], positions: np.ndarray, shares: np.ndarray):
+        self.row_ids = row_ids
+        self.positions = positions
+        self.shares = shares
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def _at(self, positions: np.ndarray) -> np.ndarray:
+        """The shares of rows at ``positions`` (0 for rows holding none)."""
+        if not len(self.positions):
+            return np.zeros(len(positions))
+        i = np.minimum(np.searchsorted(self.positions, positions), len(self.positions) - 1)
+        return np.where(self.positions[i] == positions, self.shares[i], 0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {self.row_ids[p]: float(s) for p, s in zip(self.positions.tolist(), self.shares.tolist())}
+
+    def top(self, depth: int, fused: Mapping[str, float], position: Mapping[str, int]) -> list[tuple[str, float]]:
+        """The ``depth`` rows of highest share above 0; ties by the other channels' fused score, then id (the
+        table positions are in id order)."""
+        if not len(self.positions):
+            return []
+        tie = np.full(len(self.positions), -np.inf)  # fused scores can be negative (z-scores)
+        known = [(position[d], f) for d, f in fused.items() if d in position]
+        if known:
+            at = np.array([p for p, _ in known], dtype=np.int64)
+            i = np.minimum(np.searchsorted(self.positions, at), len(self.positions) - 1)
+            hit = self.positions[i] == at
+            tie[i[hit]] = np.array([f for _, f in known])[hit]
+        order = np.lexsort((self.positions, -tie, -np.round(self.shares, 9)))
+        order = order[self.shares[order] > 0][:depth]
+        return [(self.row_ids[p], float(s)) for p, s in zip(self.positions[order].tolist(),
+                                                             self.shares[order].tolist())]
+
+    def lift(self, fused: Mapping[str, float], factor: float, position: Mapping[str, int],
+             joining: Sequence[str] = ()) -> dict[str, float]:
+        """``score + factor x share`` for every fused row; the ``joining`` rows (the match's best) that no
+        channel returned join at the lowest fused score, lifted the same way."""
+        out = dict(fused)
+        if not len(self.positions) or factor <= 0:
+            return out
+        floor = min(fused.values(), default=0.0)
+        ids = list(fused)
+        at = np.array([position.get(d, -1) for d in ids], dtype=np.int64)
+        for d, x in zip(ids, self._at(at).tolist()):
+            out[d] = fused[d] + factor * float(x)
+        new = [d for d in joining if d not in fused]
+        if new:
+            at = np.array([position[d] for d in new], dtype=np.int64)
+            for d, x in zip(new, self._at(at).tolist()):
+                out[d] = floor + factor * float(x)
+        return out
