@@ -134,7 +134,11 @@ def ranking_calibration(context: dg.AssetExecutionContext, sarag_home: SaragHome
                 f"measured at {previous[0]} conversations; {count} now, not yet twice as many"
             return dg.MaterializeResult(metadata={"measured": False, "reason": reason})
         turns = warehouse.current_dialogue_turns(con)
-    measured = calibration.calibrate(home.root, turns, home.root / "sarag.toml", embedder.embedder(settings))
+    try:
+        measured = calibration.calibrate(home.root, turns, home.root / "sarag.toml", embedder.embedder(settings))
+    except calibration.CalibrationFailed as exc:  # a measurement missed: the ranking keeps its votes
+        context.log.warning(str(exc))
+        return dg.MaterializeResult(metadata={"measured": False, "reason": str(exc)})
     with warehouse.connect(home.warehouse) as con:
         warehouse.append_rows(con, "ranking_calibrations", measured.frame())
     return dg.MaterializeResult(metadata={

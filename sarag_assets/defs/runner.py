@@ -130,6 +130,7 @@ def _land_and_process(defs: dg.Definitions, instance: dg.DagsterInstance, launch
             outcome.failed.append("value_mentions")
     if _outdated(instance, "ranking_calibration", ["raw_dialogues"], None):
         step("measuring the ranking's views")
+        outcome.redone.append("looked whether the ranking's views are due a measurement: conversations landed")
         if not launch.run("ranking_calibration_job").success:
             outcome.failed.append("ranking_calibration")
     evaluation = ["table_quality_report", "preference_pairs"]
@@ -263,7 +264,7 @@ def _publish(defs: dg.Definitions, instance: dg.DagsterInstance, outcome: Pipeli
         outcome.problems.append("nothing published: a step failed; readers keep the last published state")
         return
     if _outdated(instance, "staged_state", STAGED_FROM, None):
-        why = "the indices, clusters or value mentions changed"
+        why = "the indices, clusters, value mentions or ranking calibration changed"
     elif _outdated(instance, "published_state", ["staged_state"], None):
         why = "a staged state was not published yet"
     elif not _readable_state(defs):

@@ -53,6 +53,10 @@ MIN_QUERIES = 50
 CUTOFF = 10  # nDCG@10, as `sarag eval` reports
 
 
+class CalibrationFailed(RuntimeError):
+    """The calibration home could not be built; the home keeps the votes it had."""
+
+
 @dataclass(frozen=True)
 class PseudoQuery:
     query_id: str
@@ -173,7 +177,8 @@ def build_home(root: Path, records: Sequence[dict], settings_file: Path | None) 
                           capture_output=True, text=True)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise RuntimeError(f"the calibration home could not be built: {' / '.join(tail) or done.returncode}")
+        raise CalibrationFailed(f"the calibration home could not be built, the ranking keeps its votes: "
+                                f"{' / '.join(tail) or done.returncode}")
 
 
 def calibrate(home_root: Path, turns_by_id: Mapping[str, Sequence[tuple[str, str]]],

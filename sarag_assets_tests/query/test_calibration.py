@@ -111,3 +111,15 @@ def test_the_pipeline_measured_the_built_home_and_the_engine_ranks_by_it(built_h
     assert set(weights) >= {"lexical"} or set(weights) >= {"dense"}  # the text is the base
     with warehouse.connect(built_home.root / "calibration" / "warehouse.duckdb", read_only=True) as con:
         assert warehouse.current_dialogue_count(con) == calibration.SAMPLE
+
+
+def test_a_calibration_home_that_cannot_be_built_is_one_clear_error(tmp_path):
+    """The home's own settings file travels with it; one its sub-home cannot read fails the measurement (the
+    asset then keeps the votes it had) with what `sarag materialize` said."""
+    import pytest
+
+    settings = tmp_path / "sarag.toml"
+    settings.write_text("batch_size = 'many'\n")
+    turns = {f"d{i}": [("user", f"problem {i}"), ("agent", f"fix {i}")] for i in range(calibration.MIN_QUERIES)}
+    with pytest.raises(calibration.CalibrationFailed, match="batch_size"):
+        calibration.calibrate(tmp_path, turns, settings)
