@@ -380,7 +380,7 @@ def answer_question(engine, query, *, k: int = 5, m: int = 2, radius: int = 1, s
     notes = list(result.query.notes)
     strength = engine.match_strength(result.query_vector, result.ids())
     weak = {h.dialogue_id for h in result.hits if is_weak(strength.get(h.dialogue_id), h.matched_columns)}
-    read = [d for d in result.ids() if d not in weak][:FIX_CONVERSATIONS]
+    read = result.ids()[:FIX_CONVERSATIONS]  # a weak match's fix is evidence for the LLM, never offered as the fix
     evidence.fixes = []
     if read:
         with warehouse.connect(engine._published_warehouse(), read_only=True) as con:

@@ -315,6 +315,7 @@ def rank_fixes(found: Sequence[tuple[int, list[Fix]]], embedder) -> list[Fix]:
         outcome = CONFIRMED if CONFIRMED in outcomes else first.outcome
         support = sum(1.0 / r for r in dict.fromkeys(flat[i][0] for i in g).keys())
         weight = support * (SIMILAR_SUPPORT if outcome == CONFIRMED else 1.0)
-        merged.append((outcome == FAILED, -weight, flat[g[0]][0], Fix(first.text, ids, outcome, first.turn)))
-    merged.sort(key=lambda x: x[:3])
+        merged.append((outcome == FAILED, -weight, outcome != CONFIRMED, flat[g[0]][0],
+                       Fix(first.text, ids, outcome, first.turn)))
+    merged.sort(key=lambda x: x[:4])
     return [m[-1] for m in merged][:MAX_FIXES]
