@@ -275,7 +275,8 @@ _LABEL = {CONFIRMED: "Confirmed fix", NOT_RECORDED: "Suggested fix (outcome not 
 def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, weak: set[str] = frozenset()) -> Answer:
     """The fixes the close conversations hold, best first, each labelled with its outcome and each
     sentence cited; conversations in `weak` (they do not stand out from the corpus for this question)
-    offer no fix: they are not about it. Supported when a fix that did not fail is offered."""
+    offer a fix only when no other does, after the answer says nothing matches well, and the answer is then
+    not supported. Supported when a close conversation's fix that did not fail is offered."""
     if not evidence.rows:
         return Answer("No similar conversation was found.", [], False, "extractive", evidence, notes)
     ids = [r["dialogue_id"] for r in evidence.rows]
@@ -287,8 +288,13 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, we
         found = [(rank[f.dialogue_ids[0]], [f]) for f in evidence.fixes
                  if f.dialogue_ids[0] in rank and f.dialogue_ids[0] not in weak]
     fixes = rank_fixes(found, embedder) if embedder is not None and found else []
+    loose = False
+    if not fixes and embedder is not None and weak:  # offered all the same, said to be a weak match
+        everything = fixes_from_cells(evidence.rows) if evidence.fixes is None else \
+            [(rank[f.dialogue_ids[0]], [f]) for f in evidence.fixes if f.dialogue_ids[0] in rank]
+        fixes, loose = rank_fixes(everything, embedder), True
     parts, citations = [], []
-    if not any(f.outcome != FAILED for f in fixes):
+    if loose or not any(f.outcome != FAILED for f in fixes):
         closest = ids[:3]
         if not close:
             parts.append(f"Nothing in this home matches the question well; the closest conversations are "
@@ -304,7 +310,7 @@ def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, we
         parts.append(f"{_LABEL[fix.outcome]}{where}: " + _each_sentence_cited(fix.text, fix.dialogue_ids[:1]))
         citations.extend(fix.dialogue_ids)
     text = "\n".join(parts)
-    supported = any(f.outcome != FAILED for f in fixes) and not uncited_sentences(text, set(citations))
+    supported = not loose and any(f.outcome != FAILED for f in fixes) and not uncited_sentences(text, set(citations))
     return Answer(text, list(dict.fromkeys(citations)), supported, "extractive", evidence, notes, fixes)
 
 

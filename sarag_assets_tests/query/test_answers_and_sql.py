@@ -127,7 +127,7 @@ def test_an_evidence_id_names_its_conversation_without_being_parsed():
 
 def test_a_question_nothing_matches_gets_no_fix(engine):
     answer = engine.answer("how do I knit a scarf with circular needles")
-    assert not answer.fixes and not answer.supported
+    assert not answer.supported  # what the closest conversations hold may follow, said to match weakly
     assert answer.text.startswith("Nothing in this home matches the question well")
 
 

@@ -185,7 +185,7 @@ def test_ask_cites_conversations_that_open(service):
     data = answer.json()
     assert data["citations"]
     # the fixes offered, best first, each with its outcome and the conversations it comes from
-    assert data["fixes"] and data["supported"] == any(f["outcome"] != "failed" for f in data["fixes"])
+    assert data["fixes"] and (not data["supported"] or any(f["outcome"] != "failed" for f in data["fixes"]))
     for fix in data["fixes"]:
         assert fix["outcome"] in ("confirmed", "not_recorded", "failed") and fix["text"][:30] in data["answer"]
         assert set(fix["dialogue_ids"]) <= {c["dialogue_id"] for c in data["citations"]}
