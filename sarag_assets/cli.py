@@ -569,6 +569,10 @@ def cmd_eval(args) -> int:
         print("\n" + run.fidelity.render())
         (reports / "fidelity.json").write_text(json.dumps(run.fidelity.as_dict(), indent=1) + "\n")
         markdown += "\n```\n" + run.fidelity.render() + "\n```\n"
+    if run.answers is not None:
+        print("\n" + run.answers.render())
+        (reports / "answers.json").write_text(json.dumps(run.answers.as_dict(), indent=1) + "\n")
+        markdown += "\n```\n" + run.answers.render() + "\n```\n"
     (reports / "eval.md").write_text(markdown)
     render_bar_chart(run.report, reports / "eval_r3.png")
     if args.json:

@@ -698,3 +698,14 @@ def conversation_turns(con: duckdb.DuckDBPyConnection, dialogue_id: str) -> list
     return con.execute(
         f"SELECT turn_index, role, speaker, text, ts, {accepted} AS accepted FROM ({_CURRENT_TURNS_OF}) "
         "ORDER BY turn_index", [[dialogue_id]]).pl().to_dicts()
+
+
+def turns_of(con: duckdb.DuckDBPyConnection, dialogue_ids: list[str]) -> dict[str, list[dict]]:
+    """`conversation_turns` of several current conversations at once (an id without turns is absent)."""
+    accepted = "coalesce(accepted, false)" if _has_column(con, "raw_dialogues", "accepted") else "false"
+    out: dict[str, list[dict]] = {}
+    for record in con.execute(
+            f"SELECT dialogue_id, turn_index, role, speaker, text, {accepted} AS accepted "
+            f"FROM ({_CURRENT_TURNS_OF}) ORDER BY dialogue_id, turn_index", [list(dialogue_ids)]).pl().to_dicts():
+        out.setdefault(record.pop("dialogue_id"), []).append(record)
+    return out

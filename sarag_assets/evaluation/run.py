@@ -71,6 +71,7 @@ class EvalRun:
     home: Path
     ablation_homes: dict[str, Path]
     fidelity: object | None = None  # fidelity.FidelityReport, when the set has a truth file of issues
+    answers: object | None = None  # answer_quality.AnswerReport
 
 
 def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | os.PathLike, *, k: int = 10,
@@ -113,4 +114,7 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
 
             log(f"fidelity of the problem and resolution cells against {truth_path}")
             fidelity = home_fidelity(root / "warehouse.duckdb", issues, default_embedder().encode)
-    return EvalRun(report, root, homes, fidelity)
+    from sarag_assets.evaluation.answer_quality import score_answers
+
+    answers = score_answers(root, eval_queries, truth_path if truth_path.is_file() else None, log=log)
+    return EvalRun(report, root, homes, fidelity, answers)

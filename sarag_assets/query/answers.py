@@ -14,17 +14,22 @@ Evidence for a query (SA-RAG, SDR, cTBLS in one bundle):
 - ``cells``: the 3 cells of the top rows most similar to the query (cosine of "column: value" to the
   query vector, weighted 1/rank of the row; cells the query itself named count half: the asker knows them).
 
-An answer offers as a fix only what a retrieved conversation shows worked: its `resolved` cell says the
-asker confirmed it, and its `resolution` cell says what it was. Without an LLM the answer is extractive:
-those fixes, the same fix told in several conversations merged (`SAME_FIX_COSINE`), ordered by their
-conversations' votes weighted by rank (1/rank each: agreement counts, but two conversations far down the
-list do not outvote the closest one); the fix's sentences cite the conversation whose words they are, and
-the sentence saying where it worked cites every conversation that agrees. When the closest conversation
-records that it was not resolved, the answer says so first. When none worked it says so, and the answer
-is not supported. With an LLM, the model writes the answer from that evidence only (each row marked with
-its outcome) and must cite evidence ids in every sentence; ids it invents are dropped, and the answer is
-supported only when the model says so, every sentence cites known evidence, and it cites a conversation
-whose fix was confirmed.
+- ``edges``: the dialogue-graph edges of the conversations the fixes were read from (source = the later
+  unit, target = the earlier, relation ``refines`` / ``elaborates``);
+- ``fixes``: per retrieved conversation (the `FIX_CONVERSATIONS` best), the fix it holds for the question
+  and the outcome the asker's next move records (`query.fixes`: chosen through the dialogue graph).
+
+An answer offers the most useful fix the close conversations hold, whatever is known of its outcome, each
+with its label: ``confirmed`` (the asker or the source says it worked), ``not_recorded``, or ``failed``
+(shown only as "tried, did not work"). Without an LLM the answer is extractive: those fixes, the same fix
+told in several conversations merged, ordered by their conversations' support (1/rank each; a confirmed
+fix goes before an unconfirmed one of similar support; `fixes.rank_fixes`); each sentence cites the
+conversation whose words it is, and the sentence saying where a fix came from cites every conversation
+that agrees. The answer is supported when it offers a fix that did not fail (the label says how sure it
+is). With an LLM, the model writes the answer from that evidence only (rows, graph nodes and edges,
+triples, cells and fixes, each marked with its outcome) and must cite evidence ids in every sentence; ids
+it invents are dropped, and the answer is supported only when the model says so, every sentence cites
+known evidence, and it cites a conversation that holds a fix that did not fail.
 """
 
 from __future__ import annotations
@@ -36,6 +41,8 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
+
+from sarag_assets.query.fixes import CONFIRMED, FAILED, NOT_RECORDED, Fix, rank_fixes
 
 MAX_ANSWER_CHARS = 600
 
@@ -87,6 +94,8 @@ class Evidence:
     triples: list[Triple]
     nodes: list[NodeEvidence]
     cells: list[CellEvidence]
+    edges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (dialogue id, source, target, relation)
+    fixes: list["Fix"] | None = None  # None: the conversations were not read (the cells stand in)
 
     def ids(self) -> set[str]:
         return set(self.conversations())
@@ -104,17 +113,40 @@ class Evidence:
             return [asdict(i) | {"cite": i.cite} for i in items]
 
         return {"rows": self.rows, "triples": plain(self.triples), "nodes": plain(self.nodes),
-                "cells": plain(self.cells)}
+                "cells": plain(self.cells),
+                "edges": [{"dialogue_id": d, "source": a, "target": b, "relation": r} for d, a, b, r in self.edges],
+                "fixes": [f.as_dict() for f in self.fixes or []]}
+
+    def outcomes(self) -> dict[str, str]:
+        """Each conversation's outcome as the answer reads it: that of the fix it holds (a fix that did
+        not fail first), else from its cells."""
+        out: dict[str, str] = {}
+        for fix in self.fixes or []:
+            for d in fix.dialogue_ids:
+                if out.get(d) in (None, FAILED):
+                    out[d] = fix.outcome
+        for r in self.rows:
+            if r["dialogue_id"] not in out and self.fixes is None:
+                out[r["dialogue_id"]] = {True: CONFIRMED, False: FAILED, None: NOT_RECORDED}[outcome(r["row"])]
+        return out
 
     def as_prompt(self) -> str:
-        lines = ["RETRIEVED CONVERSATIONS (table rows; outcome: whether the asker confirmed the fix worked):"]
+        outcomes = self.outcomes()
+        lines = ["RETRIEVED CONVERSATIONS (table rows; outcome of the fix each holds: confirmed = the asker or "
+                 "the source says it worked, not_recorded = unknown, failed = tried, did not work, none = holds "
+                 "no fix):"]
         for r in self.rows:
             cells = "; ".join(f"{k} = {v}" for k, v in r["row"].items())
-            worked = {True: "fix confirmed", False: "NOT confirmed", None: "unknown"}[outcome(r["row"])]
-            lines.append(f"[{r['dialogue_id']}] outcome: {worked}; {cells}")
+            lines.append(f"[{r['dialogue_id']}] outcome: {outcomes.get(r['dialogue_id'], 'none')}; {cells}")
+        lines.append("FIXES THE CONVERSATIONS HOLD (the helper's answer to the problem, with its outcome):")
+        for f in self.fixes or []:
+            lines.append(f"[{f.dialogue_ids[0]}] ({f.outcome}) {f.text}")
         lines.append("DIALOGUE GRAPH NODES (user issue -> helper answer):")
         for n in self.nodes:
             lines.append(f"[{n.cite}] issue: {n.issue} | answer: {n.answer}")
+        lines.append("DIALOGUE GRAPH EDGES (later node -> earlier node it refines or elaborates):")
+        for d, a, b, r in self.edges:
+            lines.append(f"[{d}] {d}#{a} {r} {d}#{b}")
         lines.append("TABLE TRIPLES (value, column, information):")
         for t in self.triples:
             lines.append(f"[{t.cite}] ({t.value}, {t.column}, {t.information})")
@@ -132,7 +164,7 @@ class Answer:
     generated_by: str  # "extractive" or "llm/<model>"
     evidence: Evidence
     notes: list[str] = field(default_factory=list)
-    fixes: list["Fix"] = field(default_factory=list)  # extractive: the fixes offered, with where each worked
+    fixes: list[Fix] = field(default_factory=list)  # the fixes offered, best first, each with its outcome
 
     def as_dict(self) -> dict[str, Any]:
         return {"answer": self.text, "citations": self.citations, "supported": self.supported,
@@ -216,95 +248,69 @@ def top_cells(hits, query_vector: np.ndarray, embedder, mentioned: set[tuple[str
 # ---- extractive answer ---------------------------------------------------------------------------
 
 
-# Two fixes whose texts are at least this similar (cosine, all-MiniLM-L6-v2) are read as the same fix told
-# twice: the level of close paraphrases for that model, a property of the model, not of any corpus.
-SAME_FIX_COSINE = 0.75
-
-
-@dataclass
-class Fix:
-    text: str
-    dialogue_ids: list[str]  # the retrieved conversations where it worked, best-ranked first
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "worked_in": self.dialogue_ids}
-
-
 def outcome(row: dict[str, str]) -> bool | None:
-    """Whether the asker confirmed a fix (the `resolved` cell); None when the table does not say."""
+    """Whether the table's `resolved` cell says the fix worked; None when the table does not say."""
     value = row.get("resolved")
     if value is None:
         return None
     return str(value).strip().lower() in ("true", "yes", "1")
 
 
-def confirmed_fixes(rows: list[dict[str, Any]], embedder) -> list[Fix]:
-    """The fixes that worked in the retrieved conversations (resolved, with a resolution), the same fix
-    told by several merged, each group's words those of its best-ranked conversation. Groups are ordered by
-    their conversations' votes, each 1/rank (then by the best rank): a fix several close conversations
-    agree on comes first, but conversations far down the list do not outvote the closest one."""
-    worked = [(rank, r["dialogue_id"], " ".join(str(r["row"]["resolution"]).split()))
-              for rank, r in enumerate(rows, start=1)
-              if outcome(r["row"]) and str(r["row"].get("resolution") or "").strip()]
-    if not worked:
-        return []
-    vectors = np.asarray(embedder.encode([text for _, _, text in worked]), dtype=np.float32)
-    vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
-    similar = vectors @ vectors.T >= SAME_FIX_COSINE
-    groups: list[list[int]] = []
-    for i in range(len(worked)):  # each joins the first group whose first fix it repeats
-        home = next((g for g in groups if similar[g[0], i]), None)
-        (home.append(i) if home is not None else groups.append([i]))
-    groups.sort(key=lambda g: (-sum(1.0 / worked[i][0] for i in g), g[0]))
-    return [Fix(worked[g[0]][2], [worked[i][1] for i in g]) for g in groups]
+def fixes_from_cells(rows: list[dict[str, Any]]) -> list[tuple[int, list[Fix]]]:
+    """(rank, fixes) per row from its `resolution` and `resolved` cells: what stands in for a fix when
+    the conversations were not read."""
+    out = []
+    for rank, r in enumerate(rows, start=1):
+        text = " ".join(str(r["row"].get("resolution") or "").split())
+        if text:
+            label = {True: CONFIRMED, False: FAILED, None: NOT_RECORDED}[outcome(r["row"])]
+            out.append((rank, [Fix(text, [r["dialogue_id"]], label)]))
+    return out
+
+
+_LABEL = {CONFIRMED: "Confirmed fix", NOT_RECORDED: "Suggested fix (outcome not recorded)",
+          FAILED: "Tried, did not work"}
 
 
 def extractive_answer(evidence: Evidence, notes: list[str], embedder=None, *, weak: set[str] = frozenset()) -> Answer:
-    """The fixes that worked in the retrieved conversations, each sentence with its citations; when none
-    of them shows a fix that worked, it says so and the answer is not supported. Conversations in `weak`
-    (they do not stand out from the corpus for this question) offer no fix: they are not about it."""
+    """The fixes the close conversations hold, best first, each labelled with its outcome and each
+    sentence cited; conversations in `weak` (they do not stand out from the corpus for this question)
+    offer a fix only when no other does, after the answer says nothing matches well, and the answer is then
+    not supported. Supported when a close conversation's fix that did not fail is offered."""
     if not evidence.rows:
         return Answer("No similar conversation was found.", [], False, "extractive", evidence, notes)
     ids = [r["dialogue_id"] for r in evidence.rows]
+    rank = {d: i for i, d in enumerate(ids, start=1)}
     close = [r for r in evidence.rows if r["dialogue_id"] not in weak]
-    fixes = confirmed_fixes(close, embedder) if embedder is not None else []
-    # a second fix only when several conversations show it worked: one conversation far down the list is not
-    fixes = fixes[:1] + [f for f in fixes[1:2] if len(f.dialogue_ids) > 1]
+    if evidence.fixes is None:
+        found = fixes_from_cells(close)
+    else:
+        found = [(rank[f.dialogue_ids[0]], [f]) for f in evidence.fixes
+                 if f.dialogue_ids[0] in rank and f.dialogue_ids[0] not in weak]
+    fixes = rank_fixes(found, embedder) if embedder is not None and found else []
+    loose = False
+    if not fixes and embedder is not None and weak:  # offered all the same, said to be a weak match
+        everything = fixes_from_cells(evidence.rows) if evidence.fixes is None else \
+            [(rank[f.dialogue_ids[0]], [f]) for f in evidence.fixes if f.dialogue_ids[0] in rank]
+        fixes, loose = rank_fixes(everything, embedder), True
     parts, citations = [], []
-    if fixes and close and outcome(close[0]["row"]) is False and close[0]["dialogue_id"] not in fixes[0].dialogue_ids:
-        closest = close[0]["dialogue_id"]  # the best match failed: the asker should know before any other fix
-        parts.append(f"The closest conversation, {closest}, was not resolved [{closest}].")
-        citations.append(closest)
-    for n, fix in enumerate(fixes):
-        where = f"{len(fix.dialogue_ids)} of the {len(ids)} similar conversations" if len(fix.dialogue_ids) > 1 \
-            else "1 of the similar conversations"
-        label = "What worked" if n == 0 else "Also worked"
-        agreeing = f" [{', '.join(fix.dialogue_ids)}]" if len(fix.dialogue_ids) > 1 else ""
-        parts.append(f"{label} in {where}{agreeing}: " + _each_sentence_cited(_clip(fix.text), fix.dialogue_ids[:1]))
-        citations.extend(fix.dialogue_ids)
-    if not fixes:
+    if loose or not any(f.outcome != FAILED for f in fixes):
         closest = ids[:3]
         if not close:
             parts.append(f"Nothing in this home matches the question well; the closest conversations are "
                          f"{', '.join(closest)} [{', '.join(closest)}].")
         else:
-            # a fix whose outcome the conversation does not record is neither offered nor called a failure
-            unknown = [r["dialogue_id"] for r in close
-                       if outcome(r["row"]) is None and str(r["row"].get("resolution") or "").strip()]
-            if unknown:
-                parts.append(f"None of the {len(ids)} similar conversations shows a fix confirmed to have worked; "
-                             f"{len(unknown)} of them {'suggests' if len(unknown) == 1 else 'suggest'} a fix whose "
-                             "outcome the conversation does not "
-                             f"record [{', '.join(unknown)}].")
-                closest = unknown
-            else:
-                why = "shows a fix that worked" if any(outcome(r["row"]) is not None for r in evidence.rows) \
-                    else "records whether a fix worked"
-                parts.append(f"None of the {len(ids)} similar conversations {why}; the closest are "
-                             f"{', '.join(closest)} [{', '.join(closest)}].")
+            tried = " (what was tried that did not work follows)" if fixes else ""
+            parts.append(f"None of the {len(ids)} similar conversations holds a fix that did not fail{tried}; "
+                         f"the closest are {', '.join(closest)} [{', '.join(closest)}].")
         citations.extend(closest)
+    for fix in fixes:
+        where = f" in {len(fix.dialogue_ids)} of the {len(ids)} similar conversations [{', '.join(fix.dialogue_ids)}]" \
+            if len(fix.dialogue_ids) > 1 else ""
+        parts.append(f"{_LABEL[fix.outcome]}{where}: " + _each_sentence_cited(fix.text, fix.dialogue_ids[:1]))
+        citations.extend(fix.dialogue_ids)
     text = "\n".join(parts)
-    supported = bool(fixes) and not uncited_sentences(text, set(citations))
+    supported = not loose and any(f.outcome != FAILED for f in fixes) and not uncited_sentences(text, set(citations))
     return Answer(text, list(dict.fromkeys(citations)), supported, "extractive", evidence, notes, fixes)
 
 
@@ -312,10 +318,6 @@ def _each_sentence_cited(text: str, dialogue_ids: list[str]) -> str:
     """`text` with the citation bracket after each of its sentences: each says what it rests on."""
     cite = f"[{', '.join(dialogue_ids)}]"
     return " ".join(f"{sentence} {cite}" for sentence in _sentences(text))
-
-
-def _clip(text: str, limit: int = 300) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 # ---- LLM answers -----------------------------------------------------------------------------------
@@ -333,10 +335,13 @@ ANSWER_SYSTEM = (
     "You answer a support engineer's question using ONLY the evidence provided: retrieved past support "
     "conversations as table rows, dialogue-graph nodes (a user issue and the helper's answer), table "
     "triples and cells, each with an id in square brackets. The question may be a conversation: read the "
-    "whole of it, the last turn is what is asked now. Do not use outside knowledge. Offer as a fix only what "
-    "a conversation whose outcome is 'fix confirmed' shows worked, and prefer a fix several of them agree "
-    "on; if none shows a fix that worked, say so plainly and set supported to false. End every sentence with "
-    "the ids it rests on in square brackets, and list the ids you used (without brackets) as citations."
+    "whole of it, the last turn is what is asked now. Do not use outside knowledge. Offer the most useful "
+    "fix the conversations hold, in the helper's words, and say its outcome: 'confirmed' (it worked), "
+    "'not_recorded' (not known whether it worked) or 'failed' (offer it only as tried, did not work). Prefer "
+    "a confirmed fix to an unconfirmed one of similar support, and a fix several conversations agree on. If "
+    "no conversation holds a fix that did not fail, say so plainly and set supported to false. End every "
+    "sentence with the ids it rests on in square brackets, and list the ids you used (without brackets) as "
+    "citations."
 )
 
 
@@ -354,13 +359,48 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
     uncited = uncited_sentences(result.answer, set(known))
     if uncited:
         notes = notes + [f"{len(uncited)} sentence(s) of the answer cite no evidence"]
-    # a fix is offered only from a conversation whose fix was confirmed: the model's word is not enough
-    rows = {r["dialogue_id"]: r["row"] for r in evidence.rows}
-    confirmed = any(outcome(rows.get(known[c], {})) for c in valid)
-    if result.supported and valid and not confirmed:
-        notes = notes + ["the answer cites no conversation whose fix was confirmed to have worked"]
-    supported = bool(result.supported and valid and not uncited and confirmed)
-    return Answer(result.answer.strip(), valid, supported, f"llm/{llm.settings.model}", evidence, notes)
+    # supported only when it cites a conversation holding a fix that did not fail: the model's word is not enough
+    outcomes = evidence.outcomes()
+    holds_fix = any(outcomes.get(known[c]) in (CONFIRMED, NOT_RECORDED) for c in valid)
+    if result.supported and valid and not holds_fix:
+        notes = notes + ["the answer cites no conversation holding a fix that did not fail"]
+    supported = bool(result.supported and valid and not uncited and holds_fix)
+    cited = {known[c] for c in valid}
+    fixes = [f for f in evidence.fixes or [] if f.dialogue_ids[0] in cited]
+    return Answer(result.answer.strip(), valid, supported, f"llm/{llm.settings.model}", evidence, notes, fixes)
+
+
+# The conversations whose turns an answer reads for fixes: the fixes of those further down the list rarely
+# gather the support to be shown (1/rank), and each costs an embedding of its helpers' sentences.
+FIX_CONVERSATIONS = 3
+
+
+def answer_question(engine, query, *, k: int = 5, m: int = 2, radius: int = 1, settings=None) -> Answer:
+    """`Sarag.answer`: the evidence, the fixes its close conversations hold (read from their turns and
+    dialogue graphs), and the answer: generated by the LLM when one is configured, else extractive."""
+    from sarag_assets.core import warehouse
+    from sarag_assets.query.engine import is_weak
+    from sarag_assets.query.fixes import Material, conversation_fixes
+
+    result, evidence = engine.evidence(query, k=k, m=m, radius=radius, settings=settings)
+    notes = list(result.query.notes)
+    strength = engine.match_strength(result.query_vector, result.ids())
+    weak = {h.dialogue_id for h in result.hits if is_weak(strength.get(h.dialogue_id), h.matched_columns)}
+    read = result.ids()[:FIX_CONVERSATIONS]  # a weak match's fix is evidence for the LLM, never offered as the fix
+    evidence.fixes = []
+    if read:
+        with warehouse.connect(engine._published_warehouse(), read_only=True) as con:
+            turns = warehouse.turns_of(con, read)
+            nodes, edges = warehouse.graph_of(con, read)
+        for d in read:
+            material = Material(d, turns.get(d, []), [n for n in nodes if n["dialogue_id"] == d],
+                                [(a, b, r) for e, a, b, r in edges if e == d])
+            evidence.edges.extend((d, a, b, r) for a, b, r in material.edges)
+            evidence.fixes.extend(conversation_fixes(material, result.query_vector, engine.embedder))
+    if engine.llm is None:
+        return extractive_answer(evidence, notes, engine.embedder, weak=weak)
+    question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
+    return llm_answer(engine.llm, question, evidence, notes)
 
 
 _CITE = re.compile(r"\[([^\[\]]+)\]")

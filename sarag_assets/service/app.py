@@ -120,6 +120,12 @@ class Citation(BaseModel):
     dialogue_id: str
 
 
+class FixOut(BaseModel):
+    text: str
+    outcome: Literal["confirmed", "not_recorded", "failed"]
+    dialogue_ids: list[str]
+
+
 class AskOut(BaseModel):
     published_state: str
     answer: str
@@ -127,6 +133,7 @@ class AskOut(BaseModel):
     generated_by: str
     citations: list[Citation]
     notes: list[str]
+    fixes: list[FixOut] = Field(default_factory=list, description="the fixes offered, best first, with outcomes")
 
 
 class SqlIn(BaseModel):
@@ -353,7 +360,8 @@ def create_app(home: Home, *, api_key: str | None = None, check_every_s: float =
         of = answer.evidence.conversations()
         citations = [Citation(id=c, dialogue_id=of.get(c, c)) for c in answer.citations]
         return AskOut(published_state=engine.publication.id, answer=answer.text, supported=answer.supported,
-                      generated_by=answer.generated_by, citations=citations, notes=answer.notes)
+                      generated_by=answer.generated_by, citations=citations, notes=answer.notes,
+                      fixes=[FixOut(**f.as_dict()) for f in answer.fixes])
 
     @app.post("/api/sql", response_model=SqlOut, dependencies=guarded, responses=ERRORS)
     def sql(body: SqlIn) -> SqlOut:

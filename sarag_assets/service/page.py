@@ -195,7 +195,9 @@ async function answer() {
     showState(data.published_state);
     const cites = el("div", { class: "meta" }, data.citations.length ? "Evidence: " : "No evidence cited.");
     data.citations.forEach((c, i) => { if (i) cites.append(", "); cites.append(citeLink(c)); });
-    box.replaceChildren(el("div", { class: "answer" }, ...withCitations(data.answer, data.citations),
+    const outcomes = el("div", { class: "meta", id: "outcomes" }, ...(data.fixes || []).map((f, i) =>
+      el("span", { class: "outcome " + f.outcome }, (i ? " · " : "Fixes: ") + f.outcome + " (" + f.dialogue_ids.join(", ") + ")")));
+    box.replaceChildren(el("div", { class: "answer" }, ...withCitations(data.answer, data.citations), outcomes,
       el("div", { class: "meta" }, data.supported ? "Every statement is backed by the cited evidence." :
                                               "The evidence does not answer this.")), cites);
     search(true);

@@ -7,6 +7,7 @@ import contextlib
 import json
 import os
 import signal
+import re
 import socket
 import subprocess
 import sys
@@ -185,6 +186,11 @@ def test_ask_cites_conversations_that_open(service):
     assert answer.status_code == 200, answer.text
     data = answer.json()
     assert data["citations"]
+    # the fixes offered, best first, each with its outcome and the conversations it comes from
+    assert data["fixes"] and (not data["supported"] or any(f["outcome"] != "failed" for f in data["fixes"]))
+    for fix in data["fixes"]:
+        assert fix["outcome"] in ("confirmed", "not_recorded", "failed") and fix["text"][:30] in data["answer"]
+        assert set(fix["dialogue_ids"]) <= {c["dialogue_id"] for c in data["citations"]}
     for citation in data["citations"]:
         assert service.get(f"/api/conversations/{citation['dialogue_id']}").status_code == 200
 
@@ -374,6 +380,9 @@ def test_a_support_engineer_asks_in_the_browser(service, generated_queries):
 
         browser.find_element(By.ID, "answer-button").send_keys(Keys.ENTER)  # the keyboard again
         links = wait.until(lambda b: b.find_elements(By.CSS_SELECTOR, "#answer .answer a[data-cite]") or None)
+        # each fix's outcome label shows, with the conversations it comes from
+        labels = browser.find_elements(By.CSS_SELECTOR, "#outcomes .outcome")
+        assert labels and all(re.search(r"(confirmed|not_recorded|failed) \(conv-", x.text) for x in labels)
         for n in range(len(links)):  # every citation opens the conversation it cites
             link = browser.find_elements(By.CSS_SELECTOR, "#answer .answer a[data-cite]")[n]
             target = link.get_attribute("data-id")
