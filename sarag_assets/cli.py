@@ -310,7 +310,7 @@ def _from_service(args, path: str, query, **body):
 
 
 def _search(engine, query, args) -> int:
-    from sarag_assets.query.engine import is_weak
+    from sarag_assets.query.strength import is_weak
 
     try:
         result = engine.retrieve(query, args.k)

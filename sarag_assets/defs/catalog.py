@@ -31,6 +31,11 @@ CODE_VERSIONS = {
 # share, then those of one table (table.column).
 _BATCH = "the conversation batch (a landed file, or a chunk of one) the row belongs to: the partition key"
 COLUMN_DESCRIPTIONS = {
+    "ranking_calibrations.measured_at": "when the home's views were measured",
+    "ranking_calibrations.conversations": "the home's current conversations then (measured again at twice as many)",
+    "ranking_calibrations.queries": "pseudo-queries measured (0: too few, the text views vote)",
+    "ranking_calibrations.weights_json": "each voting view's weight, as JSON ({view: 1.0}; a view not named does not vote)",
+    "ranking_calibrations.report_json": "each view's nDCG@10 alone, the voting views' together, and a note, as JSON",
     "batch_key": _BATCH,
     "dialogue_id": "the conversation's id, as the source gave it",
     "content_hash": "hash of the conversation's landed content: a changed conversation gets a new one",

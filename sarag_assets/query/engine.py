@@ -63,6 +63,7 @@ from sarag_assets.core.indices.store import (
 from sarag_assets.query.damage import reading_published_copy
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import DEFAULT_WEIGHTS, ViewScores, combine, view_scores
+from sarag_assets.query.strength import WEAK_BELOW_SD
 from sarag_assets.query.table_match import RowShares, entity_shares, value_gain
 from sarag_assets.query.understanding import (
     Query,
@@ -86,9 +87,6 @@ CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 DEFAULT_ALPHA = 0.5
 _SKIP_TYPES = {"boolean", "date", "datetime"}  # values that name nothing: true, 2024-01-02
-# A conversation whose similarity to the query does not stand this many standard deviations above the
-# corpus's mean is a weak match (`Sarag.match_strength`): a conventional outlier bound, fitted to no corpus.
-WEAK_BELOW_SD = 3.0
 
 
 class HomeNotReady(RuntimeError):
@@ -635,12 +633,6 @@ class Sarag:
     def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
                              self.lexicon.idf, self.row_ids, passed_over)
-
-
-def is_weak(strength: float | None, matched: list | None = None) -> bool:
-    """A weak match: it does not stand out from the corpus (`Sarag.match_strength`; never said of a corpus
-    too small to tell) and holds none of the values the question names (`Hit.matched_columns`)."""
-    return strength is not None and strength < WEAK_BELOW_SD and not matched
 
 
 def published_state(home: Home):

@@ -44,10 +44,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from sarag_assets.backends.embedded.analysis import analyzed
-from sarag_assets.backends.embedded.cues import _INFO_REQUEST, confirmation, instruction_score
-from sarag_assets.backends.embedded.phrasing import _FAILED, _is_filler
-from sarag_assets.backends.embedded.text import split_sentences
+from sarag_assets.backends.embedded import (
+    FAILURE_REPORT,
+    INFO_REQUEST,
+    analyzed,
+    confirmation,
+    instruction_score,
+    is_filler,
+    split_sentences,
+)
 from sarag_assets.core.writing import QUESTION_MARKS, words
 
 CONFIRMED, NOT_RECORDED, FAILED = "confirmed", "not_recorded", "failed"
@@ -112,10 +117,10 @@ def candidate_sentences(sentences: Sequence[str]) -> list[tuple[str, bool]]:
     out = []
     for sentence in sentences:
         sentence = sentence.strip()
-        if not sentence or _is_filler(sentence):
+        if not sentence or is_filler(sentence):
             continue
         step = instruction_score(sentence) >= 0.5
-        if not step and (_is_question(sentence) or _INFO_REQUEST.search(sentence)):
+        if not step and (_is_question(sentence) or INFO_REQUEST.search(sentence)):
             continue
         if not step and words(sentence) < MIN_SENTENCE_WORDS and not re.search(r"\d", sentence):
             continue
@@ -173,7 +178,7 @@ def _cue(text: str) -> int:
     """The last English resolution cue of the asker's reply: +1 it worked, -1 it did not, 0 none."""
     polarity = 0
     for _, _, sentence in split_sentences(text or ""):
-        p = confirmation(sentence, "user")[0] or (-1 if _FAILED.search(sentence) else 0)
+        p = confirmation(sentence, "user")[0] or (-1 if FAILURE_REPORT.search(sentence) else 0)
         polarity = p or polarity
     return polarity
 

@@ -26,7 +26,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from pydantic import BaseModel, BeforeValidator, Field, StringConstraints
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from sarag_assets.query.engine import is_weak
+from sarag_assets.query.strength import is_weak
 from sarag_assets.service.body_limit import BodyLimit
 from sarag_assets.settings import Home
 
