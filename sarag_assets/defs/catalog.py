@@ -34,7 +34,7 @@ COLUMN_DESCRIPTIONS = {
     "ranking_calibrations.measured_at": "when the home's views were measured",
     "ranking_calibrations.conversations": "the home's current conversations then (measured again at twice as many)",
     "ranking_calibrations.queries": "pseudo-queries measured (0: too few, the text views vote)",
-    "ranking_calibrations.weights_json": "each voting view's weight, as JSON ({view: 1.0}; a view not named does not vote)",
+    "ranking_calibrations.weights_json": "each voting view's weight as JSON; a view not named has no vote",
     "ranking_calibrations.report_json": "each view's nDCG@10 alone, the voting views' together, and a note, as JSON",
     "batch_key": _BATCH,
     "dialogue_id": "the conversation's id, as the source gave it",
