@@ -74,7 +74,6 @@ from sarag_assets.query.understanding import (
     read_query,
     read_together,
     readable_text,
-    resolve_contrast,
     resolve_version_direction,
     unit_vector,
     without_values,
@@ -279,8 +278,6 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        parsed = resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)),
-                                  lambda dialogue_id: self.rows.get(dialogue_id, {}))
         return resolve_version_direction(parsed, self.lexicon)
 
     def embed(self, parsed: Query) -> np.ndarray:

@@ -16,17 +16,16 @@ what "it" / "that one" is. Three things come out of it:
   value named earlier still counts in the latest turn ("what fixed it for that model?"). A release
   number also finds stored releases sharing its leading numbers, with a closeness below 1.
 
-Two references are then resolved against earlier turns: "the other one" (`resolve_contrast`) and "the
-older/newer release" (`resolve_version_direction`).
+One reference is then resolved against earlier turns: "the older/newer release"
+(`resolve_version_direction`).
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -256,80 +255,8 @@ def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
     return out
 
 
-# "the other one", "another device": the question moves from the thing the problem was described on to
-# the other thing named earlier. English only, like every cue here; other languages keep the plain reading.
-_CONTRAST = re.compile(r"\b(?:the\s+other|another|the\s+second\s+one)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] | None = None,
-                     cells_of: Callable[[str], Mapping[str, str]] | None = None) -> Query:
-    """Read "the other one" in the latest turn against the names of earlier turns.
-
-    Applies when the latest turn names nothing itself, points away with a contrast cue, and earlier turns
-    name two or more things (entities with a letter in them) of which one — the *focus* — is named more
-    often than any other (the problem was described on it). Names that the table says are the same thing
-    (most rows holding one also hold the other: a product and its model code) count as one. Then the
-    focus and the values stated in the sentence where it was last named (its version, its code) stop
-    counting, the other names count with the latest turn's weight, and the earlier turns' text reads the
-    other name where the focus was, so the embedded and full-text query describe the same problem on the
-    other thing.
-
-    "Another thing of the same kind": a name held in a column the focus is held in, or a name that stands
-    for one value of such a column (``cells_of``, a row's cells: most rows holding it that fill that column
-    hold one and the same value there, as a model code does its product; a plan, shared by many products,
-    does not).
-    """
-    last = len(query.turns) - 1
-    if last < 1 or not _CONTRAST.search(query.turns[last].text):
-        return query
-    if any(e.turn == last for e in query.entities):
-        return query
-    history = [e for e in query.entities if e.turn < last]
-    surfaces = sorted({e.surface for e in history if any(ch.isalpha() for ch in e.surface)})
-    if len(surfaces) < 2:
-        return query
-    text = " \n ".join(normalize(t.text) for t in query.turns[:last] if t.is_user)
-    counts = {n: len(re.findall(rf"(?<!\S){re.escape(n)}(?!\S)", text)) for n in surfaces}
-    groups = _same_things(surfaces, history, rows_of)
-    group_counts = [sum(counts[n] for n in g) for g in groups]
-    if len(groups) < 2 or group_counts.count(max(group_counts)) != 1:
-        return query
-    focus_group = groups[group_counts.index(max(group_counts))]
-    # "The other one" is another thing of the same kind: a product for a product, not the plan it runs on.
-    kinds = {n: {e.column for e in history if e.surface == n} for n in surfaces}
-    focus_kinds = set().union(*(kinds[n] for n in focus_group))
-    for n in surfaces:
-        if n not in focus_group and not kinds[n] & focus_kinds:
-            kinds[n] |= _kinds_it_stands_for(n, history, focus_kinds, rows_of, cells_of)
-    others = [n for g in groups if g is not focus_group and any(kinds[m] & focus_kinds for m in g) for n in g]
-    if not others:
-        return query
-    focus_names = set(focus_group)
-    focus = max(focus_group, key=lambda n: (counts[n], len(n)))
-    focus_sentence: set[str] = set()
-    for turn in query.turns[:last]:
-        for sentence in _SENTENCE.split(turn.text):
-            normalized = f" {normalize(sentence)} "
-            if any(f" {f} " in normalized for f in focus_names) and not any(f" {o} " in normalized for o in others):
-                focus_sentence = {e.surface for e in history if f" {e.surface} " in normalized}
-    dropped = focus_sentence | focus_names
-    weight = query.turns[last].weight
-    query.entities = [replace(e, weight=weight) if e.surface in others else e
-                      for e in query.entities if e.surface not in dropped]
-    stored_other = next(e.value for e in history if e.surface == others[0])
-    pattern = re.compile("|".join(
-        r"(?<![^\W_])" + r"\W+".join(re.escape(t) for t in name.split()) + r"(?![^\W_])"
-        for name in sorted(focus_names, key=len, reverse=True)), re.IGNORECASE)
-    query.turns = [replace(t, text=pattern.sub(stored_other, t.text)) if i < last else t
-                   for i, t in enumerate(query.turns)]
-    query.notes.append(f"'{query.turns[last].text.strip()[:60]}' read as about {', '.join(others)} "
-                       f"(not {focus})")
-    return query
-
-
 # "the older version", "after upgrading": the question moves from the release named earlier to releases
-# before or after it. English only, like the contrast cue.
+# before or after it. English only.
 _RELEASE = r"(?:\w+\s+)?(?:one|ones|versions?|releases?|builds?|firmware)\b"
 _OLDER = re.compile(r"\b(?:older|previous|prior)\s+" + _RELEASE, re.IGNORECASE)
 _NEWER = re.compile(r"\b(?:newer|later)\s+" + _RELEASE + r"|\bafter\s+(?:the\s+)?upgrad\w*|\bupgraded\b",
@@ -368,67 +295,6 @@ def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
     query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "
                        f"{', '.join('.'.join(p) for p in sorted(pivots))}")
     return query
-
-
-def _kinds_it_stands_for(surface: str, entities: list[Entity], columns: set[str],
-                         rows_of: Callable[[Entity], frozenset[str]] | None,
-                         cells_of: Callable[[str], Mapping[str, str]] | None) -> set[str]:
-    """The columns among ``columns`` of which the name stands for one value: of the rows holding it that
-    fill the column, most (and at least two) hold the same value there."""
-    if rows_of is None or cells_of is None:
-        return set()
-    rows: set[str] = set()
-    for e in entities:
-        if e.surface == surface:
-            rows |= rows_of(e)
-    out = set()
-    for column in columns:
-        values = Counter(normalize(v) for r in rows if (v := cells_of(r).get(column)))
-        if values:
-            top = values.most_common(1)[0][1]
-            if top >= 2 and 2 * top >= sum(values.values()):
-                out.add(column)
-    return out
-
-
-def _same_things(surfaces: list[str], entities: list[Entity],
-                 rows_of: Callable[[Entity], frozenset[str]] | None) -> list[list[str]]:
-    """Group names that denote the same thing: at least half the rows holding the rarer one hold the other,
-    or they share a model code (HC-31 and Homelink HC31, LS-DSL500 and Linkstar DSL500)."""
-    rows = {}
-    for n in surfaces:
-        held: set[str] = set()
-        for e in entities:
-            if e.surface == n and rows_of is not None:
-                held |= rows_of(e)
-        rows[n] = held
-    codes = {n: model_codes(n) for n in surfaces}
-    groups: list[list[str]] = []
-    for n in surfaces:
-        for group in groups:
-            if any((rows[n] and rows[m] and len(rows[n] & rows[m]) >= 0.5 * min(len(rows[n]), len(rows[m])))
-                   or codes[n] & codes[m] for m in group):
-                group.append(n)
-                break
-        else:
-            groups.append([n])
-    return groups
-
-
-def model_codes(name: str) -> set[str]:
-    """The code-like pieces of a name (letters and digits together, 3+ characters), hyphens and dots
-    dropped: "Linkstar DSL500" -> {dsl500, linkstardsl500}; "LS-DSL500" -> {lsdsl500, dsl500}."""
-    def code(piece: str) -> bool:
-        return len(piece) >= 3 and any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
-
-    out: set[str] = set()
-    toks = tokens(name)
-    for tok in toks:
-        out.update(p for p in [re.sub(r"[\W_]", "", tok), *re.split(r"[\W_]+", tok)] if code(p))
-    whole = "".join(re.sub(r"[\W_]", "", t) for t in toks)
-    if code(whole):
-        out.add(whole)
-    return out
 
 
 class ValueLexicon(TableValues):

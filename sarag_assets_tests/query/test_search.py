@@ -38,19 +38,6 @@ def test_followups_whose_last_turn_names_nothing_find_the_issue(engine, generate
     assert found > 2 * alone
 
 
-def test_the_other_one_is_read_against_earlier_names(engine):
-    products = sorted({row["product"] for row in engine.rows.values() if "product" in row},
-                      key=lambda p: (-sum(r.get("product") == p for r in engine.rows.values()), p))
-    first, second = products[0], products[1]
-    turns = [{"speaker": "user", "text": f"I have the {first} and the {second}. My {first} stopped working."},
-             {"speaker": "agent", "text": "Thanks, noted."},
-             {"speaker": "user", "text": "And for the other one, how was it solved?"}]
-    result = engine.retrieve(turns, 5)
-    assert result.query.notes and second.lower() in result.query.notes[0].lower()
-    assert [e.value for e in result.query.entities if e.column == "product"] == [second]
-    assert sum(h.row.get("product") == second for h in result.hits) >= 3
-
-
 def test_the_older_release_is_read_against_the_release_named_earlier(engine):
     from sarag_assets.query.understanding import normalize, version_parts
 

@@ -8,22 +8,14 @@ import numpy as np
 from sarag_assets.query.understanding import (
     ValueLexicon,
     latest_turn_weight,
-    model_codes,
     read_query,
     read_together,
     readable_text,
-    resolve_contrast,
     resolve_version_direction,
     offered_not_taken,
     version_parts,
     without_values,
 )
-
-CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
-         ("d2", "product", "Linkstar DSL500"), ("d2", "model", "LS-DSL500"),
-         ("d3", "product", "Velox Hotspot"), ("d4", "product", "Velox Hotspot"),
-         ("d5", "product", "Other Thing"), ("d6", "product", "Fourth Thing"), ("d7", "product", "Fifth Thing"),
-         ("d8", "product", "Sixth Thing"), ("d9", "product", "Seventh Thing"), ("d10", "product", "Eighth Thing")]
 
 
 def test_latest_turn_weighs_most_and_helper_turns_least():
@@ -76,95 +68,6 @@ def test_the_two_readings_rank_as_the_sum_of_their_cosines():
         summed = docs @ unit(whole) + weight * (docs @ unit(latest))
         assert list(np.argsort(-(docs @ vector))) == list(np.argsort(-summed))
     assert not np.allclose(read_together(whole, latest, 0.0), read_together(whole, latest, 1.0))
-
-
-def test_names_the_table_ties_together_count_as_one_thing():
-    lexicon = ValueLexicon(CELLS, 10)
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. The LS-DSL500 is slow on firmware 5.3.2."},
-        {"speaker": "agent", "text": "I see."},
-        {"speaker": "user", "text": "What about the other one?"},
-    ])
-    q.entities = lexicon.find(q)
-    resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
-    assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
-    assert "Velox Hotspot" in resolved.turns[0].text and "LS-DSL500" not in resolved.turns[0].text
-    # without the table's help two names of the first product that share no code tie with the second
-    cells = [("a", "product", "Crestline Mesh"), ("b", "model", "CMX-3"), ("c", "product", "Velox Hotspot")]
-    lexicon2 = ValueLexicon(cells + [(f"x{i}", "product", f"Filler {i}") for i in range(20)], 23)
-    q2 = read_query([
-        {"speaker": "user", "text": "We use the Crestline Mesh and the Velox Hotspot. The CMX-3 is slow."},
-        {"speaker": "user", "text": "What about the other one?"}])
-    q2.entities = lexicon2.find(q2)
-    assert resolve_contrast(q2).notes == []
-
-
-def test_names_sharing_a_model_code_are_one_thing_without_the_table():
-    assert model_codes("Homelink HC31") & model_codes("HC-31")
-    assert model_codes("Linkstar DSL500") & model_codes("LS-DSL500")
-    assert not model_codes("Velox Hotspot") & model_codes("Linkstar DSL500")
-    assert not model_codes("iPhone 12") & model_codes("iPhone 12 Pro")  # a different product
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. The LS-DSL500 is slow."},
-        {"speaker": "user", "text": "What about the other one?"}])
-    q.entities = ValueLexicon(CELLS, 10).find(q)
-    resolved = resolve_contrast(q)  # no rows to look at
-    assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
-
-
-def test_the_other_one_is_a_thing_of_the_same_kind():
-    cells = CELLS + [("d5", "plan", "Fiber Plus 80"), ("d6", "plan", "Fiber Plus 80")]
-    lexicon = ValueLexicon(cells, 10)
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. "
-                                    "The LS-DSL500 is slow on the Fiber Plus 80 plan."},
-        {"speaker": "user", "text": "Same question for the other one?"}])
-    q.entities = lexicon.find(q)
-    resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
-    # the plan is not "the other one"; stated in the sentence about the first product, it stops counting
-    assert {(e.column, e.value) for e in resolved.entities} == {("product", "Velox Hotspot")}
-
-
-def test_the_other_one_can_be_a_model_code_that_stands_for_a_product():
-    """A code held only in the model column is "another one" after a product when the rows holding it name
-    one product; a plan that many products run on is not, though it is held in the same rows."""
-    cells = [("d1", "product", "Linkstar DSL500"), ("d2", "product", "Linkstar DSL500"),
-             ("m1", "model", "CM-MP3"), ("m2", "model", "CM-MP3"), ("m2", "product", "Crestline MeshPro"),
-             ("m3", "model", "CM-MP3"), ("m3", "product", "Crestline MeshPro"), ("m4", "model", "CM-MP3"),
-             ("p1", "plan", "Fiber 500"), ("p1", "product", "Linkstar DSL500"),
-             ("p2", "plan", "Fiber 500"), ("p2", "product", "Crestline MeshPro"),
-             ("p3", "plan", "Fiber 500"), ("p3", "product", "Velox Hotspot")]
-    cells += [(f"x{i}", "product", f"Filler {i}") for i in range(30)]  # no value held by most rows
-    rows: dict[str, dict[str, str]] = {}
-    for row, column, value in cells:
-        rows.setdefault(row, {})[column] = value
-    lexicon = ValueLexicon(cells, len(rows))
-
-    def resolved(text: str):
-        q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "Got it."},
-                        {"speaker": "user", "text": "Does the other one get the same thing?"}])
-        q.entities = lexicon.find(q)
-        return resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())),
-                                lambda r: rows.get(r, {}))
-
-    code = resolved("We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow.")
-    assert {(e.column, e.value) for e in code.entities} == {("model", "CM-MP3")} and code.notes
-    plan = resolved("We are on Fiber 500 with the Linkstar DSL500. My Linkstar DSL500 is slow.")
-    assert plan.notes == [] and ("plan", "Fiber 500") in {(e.column, e.value) for e in plan.entities}
-    # without the rows' cells the code is of another kind: nothing is resolved
-    q = read_query([{"speaker": "user", "text": "We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow."},
-                    {"speaker": "user", "text": "Does the other one get the same thing?"}])
-    q.entities = lexicon.find(q)
-    assert resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split()))).notes == []
-
-
-def test_no_contrast_cue_changes_nothing():
-    lexicon = ValueLexicon(CELLS, 10)
-    q = read_query([{"speaker": "user", "text": "Linkstar DSL500 and Velox Hotspot here, the Linkstar DSL500 is slow"},
-                    {"speaker": "user", "text": "how was it fixed?"}])
-    q.entities = lexicon.find(q)
-    before = [(e.value, e.weight) for e in q.entities]
-    assert [(e.value, e.weight) for e in resolve_contrast(q).entities] == before
 
 
 VERSIONS = [("v1", "app_version", "4.7.2"), ("v2", "app_version", "4.1.0"), ("v3", "app_version", "5.0.0"),
