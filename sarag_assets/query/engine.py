@@ -74,7 +74,6 @@ from sarag_assets.query.understanding import (
     read_query,
     read_together,
     readable_text,
-    resolve_version_direction,
     unit_vector,
     without_values,
 )
@@ -278,7 +277,7 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        return resolve_version_direction(parsed, self.lexicon)
+        return parsed
 
     def embed(self, parsed: Query) -> np.ndarray:
         """The query vector. A conversation is read twice, as a whole (what "it" and "there" are) and its

@@ -15,9 +15,6 @@ what "it" / "that one" is. Three things come out of it:
   holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
   value named earlier still counts in the latest turn ("what fixed it for that model?"). A release
   number also finds stored releases sharing its leading numbers, with a closeness below 1.
-
-One reference is then resolved against earlier turns: "the older/newer release"
-(`resolve_version_direction`).
 """
 
 from __future__ import annotations
@@ -255,48 +252,6 @@ def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
     return out
 
 
-# "the older version", "after upgrading": the question moves from the release named earlier to releases
-# before or after it. English only.
-_RELEASE = r"(?:\w+\s+)?(?:one|ones|versions?|releases?|builds?|firmware)\b"
-_OLDER = re.compile(r"\b(?:older|previous|prior)\s+" + _RELEASE, re.IGNORECASE)
-_NEWER = re.compile(r"\b(?:newer|later)\s+" + _RELEASE + r"|\bafter\s+(?:the\s+)?upgrad\w*|\bupgraded\b",
-                    re.IGNORECASE)
-
-
-def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
-    """Read "did anyone fix that on the older version?" against the release named earlier.
-
-    Applies when the latest turn points one way (older or newer), names no version itself, and earlier
-    turns named one. Then the named release and the releases near it stop counting; every stored release
-    on the asked side (in the columns the named one was found in) counts instead, with the named one's
-    weight; and the earlier turns' text loses the named release, so the embedded and full-text query
-    describe the problem without pinning it to that release.
-    """
-    last = len(query.turns) - 1
-    text = query.turns[last].text if last >= 1 else ""
-    older, newer = bool(_OLDER.search(text)), bool(_NEWER.search(text))
-    if older == newer:
-        return query
-    versions = [e for e in query.entities if version_parts(normalize(e.value))]
-    if any(e.turn == last for e in versions):
-        return query
-    named = [e for e in versions if e.closeness == 1.0]
-    if not named:
-        return query
-    pivots = {version_parts(normalize(e.value)) for e in named}
-    columns = {e.column for e in named}
-    weight = max(e.weight for e in named)  # the asked releases stand in for the named one
-    asked = [replace(e, weight=weight, surface="version " + ("before " if older else "after ")
-                     + "/".join(".".join(p) for p in sorted(pivots)))
-             for e in lexicon.versions_beyond(pivots, older=older, columns=columns, turn=last)]
-    query.entities = [e for e in query.entities if e not in versions] + asked
-    pattern = re.compile("|".join(r"(?<![\w.])v?" + re.escape(".".join(p)) + r"(?![\w.]*\d)" for p in sorted(pivots)))
-    query.turns = [replace(t, text=pattern.sub("", t.text)) if i < last else t for i, t in enumerate(query.turns)]
-    query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "
-                       f"{', '.join('.'.join(p) for p in sorted(pivots))}")
-    return query
-
-
 class ValueLexicon(TableValues):
     """Short cell values of the governed table (`TableValues`), found as entities in a query's turns."""
 
@@ -315,20 +270,6 @@ class ValueLexicon(TableValues):
                 for entity_key, entity in self._near_versions(token, index, turn.weight):
                     _keep_best(best, entity_key, entity)
         return sorted(best.values(), key=lambda e: (-e.weight * e.closeness, e.column, e.value))
-
-    def versions_beyond(self, pivots: set[tuple[str, ...]], *, older: bool, columns: set[str], turn: int):
-        """Stored versions in `columns` below every pivot (older) or above every pivot (newer)."""
-        def number(parts):
-            return tuple(int(p) for p in parts)
-
-        out = []
-        for bucket in self._versions.values():
-            for parts, key in bucket:
-                if key[0] not in columns:
-                    continue
-                if all((number(parts) < number(p)) if older else (number(parts) > number(p)) for p in pivots):
-                    out.append(Entity(key[0], self._stored[key], turn, 1.0, len(self._rows[key]), key[1]))
-        return out
 
     def _near_versions(self, token: str, turn: int, weight: float):
         """Stored versions sharing leading components with a version the query names, closeness = shared

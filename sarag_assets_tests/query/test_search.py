@@ -38,31 +38,6 @@ def test_followups_whose_last_turn_names_nothing_find_the_issue(engine, generate
     assert found > 2 * alone
 
 
-def test_the_older_release_is_read_against_the_release_named_earlier(engine):
-    from sarag_assets.query.understanding import normalize, version_parts
-
-    def number(value):
-        return tuple(int(p) for p in version_parts(normalize(str(value))))
-
-    releases: dict[tuple[str, str], set[str]] = {}
-    for row in engine.rows.values():
-        for column, value in row.items():
-            if row.get("product") and version_parts(normalize(str(value))):
-                releases.setdefault((row["product"], column), set()).add(value)
-    (product, column), values = max(releases.items(), key=lambda kv: (len(kv[1]), kv[0]))
-    assert len(values) >= 2, "the generated corpus names several releases of a product"
-    newest = max(values, key=number)
-    turns = [{"speaker": "user", "text": f"My {product} has a problem on version {newest}."},
-             {"speaker": "agent", "text": "I see."},
-             {"speaker": "user", "text": "Did anyone fix it on the older version?"}]
-    result = engine.retrieve(turns, 10)
-    assert result.query.notes and newest not in result.query.turns[0].text
-    asked = [e for e in result.query.entities if version_parts(normalize(e.value))]
-    assert asked and all(number(e.value) < number(newest) for e in asked)
-    held = [h.row[column] for h in result.hits if h.row.get("product") == product and column in h.row]
-    assert sum(number(v) < number(newest) for v in held) > sum(number(v) >= number(newest) for v in held)
-
-
 def test_hits_say_which_channels_found_them_and_which_columns_matched(engine, generated_queries):
     query = next(q for q in generated_queries if q["kind"] == "single")
     hits = engine.search(query["turns"], 10)

@@ -11,7 +11,6 @@ from sarag_assets.query.understanding import (
     read_query,
     read_together,
     readable_text,
-    resolve_version_direction,
     offered_not_taken,
     version_parts,
     without_values,
@@ -127,27 +126,6 @@ def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
     q = read_query("Helix VPN drops the tunnel on version 4.7.6")
     close = {e.value: e.closeness for e in lexicon.find(q) if e.column == "app_version"}
     assert close["4.7.6"] == 1.0 and close["4.7.2"] < 1.0
-
-
-def _direction(text: str, last: str):
-    lexicon = ValueLexicon(VERSIONS, 25)
-    q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "I see."},
-                    {"speaker": "user", "text": last}])
-    q.entities = lexicon.find(q)
-    return resolve_version_direction(q, lexicon)
-
-
-def test_the_older_or_newer_release_is_read_against_the_release_named_earlier():
-    older = _direction("Helix VPN drops on version 4.7.2.", "Did anyone solve that on the older version?")
-    assert {e.value for e in older.entities if e.column == "app_version"} == {"4.1.0", "3.9.9"}
-    assert {e.value for e in older.entities if e.column == "product"} == {"Helix VPN"}
-    assert "4.7.2" not in older.turns[0].text and older.notes
-    newer = _direction("Helix VPN drops on version 4.7.2.", "What about after upgrading, how was it fixed?")
-    assert {e.value for e in newer.entities if e.column == "app_version"} == {"4.7.6", "5.0.0"}
-    for last in ("How did people fix it?", "As I said earlier, how was it fixed?",
-                 "Is it fixed in the newer version 5.0.0?"):  # no cue; not a direction; names its own release
-        plain = _direction("Helix VPN drops on version 4.7.2.", last)
-        assert plain.notes == [] and "4.7.2" in plain.turns[0].text
 
 
 def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_latest():
