@@ -21,9 +21,7 @@ first:
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
   ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named), less, for a value a helper offered and the asker did not take up, the
-  difference (`entity_shares`); with it on, the text channels read the query without them
-  (`understanding.offered_not_taken`). This is how "that one" in the latest turn still selects the
+  release near the one named; `entity_shares`). This is how "that one" in the latest turn still selects the
   product named three turns ago.
 
 Channels reading the same thing are one view, and each view is one vote, weighed as the home's own
@@ -48,7 +46,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Collection
+from typing import Any
 
 import numpy as np
 
@@ -70,12 +68,10 @@ from sarag_assets.query.understanding import (
     ValueLexicon,
     latest_turn_weight,
     normalize,
-    offered_not_taken,
     read_query,
     read_together,
     readable_text,
     unit_vector,
-    without_values,
 )
 from sarag_assets.settings import Home, Settings
 
@@ -308,8 +304,7 @@ class Sarag:
         length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
         return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
 
-    def _ranking(self, parsed: Query, reading: Query, passed_over, settings: SearchSettings, depth: int,
-                 read=None) -> tuple[Ranking, tuple]:
+    def _ranking(self, parsed: Query, settings: SearchSettings, depth: int, read=None) -> tuple[Ranking, tuple]:
         """Each channel's ``depth`` best conversations, each view's scores (the table lifted by the match)
         and the fused ones; and (query vector, passages scan) for a deeper ranking to reuse."""
         on = settings.channels
@@ -317,11 +312,10 @@ class Sarag:
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
-                jobs[name] = self._pool.submit(self._text, table, reading.full_text(), depth)
-        vector, passages = read or self._read(reading)
-        parsed.latest_weight = reading.latest_weight
+                jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
+        vector, passages = read or self._read(parsed)
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
-            jobs["cluster_route"] = self._pool.submit(self._route, reading, vector, depth)
+            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
                                                      ("conversation", CONVERSATION_TEXTS), ("table_row", TABLE_ROWS),
                                                      ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS))
@@ -343,7 +337,7 @@ class Sarag:
                                         "issue" in lists, "solution" in lists)
         views = view_scores(ranked)
         if "table_match" in on and parsed.entities:
-            shares = self._entity_shares(parsed, passed_over)
+            shares = self._entity_shares(parsed)
             scores, floor = views.get("table", ({}, 0.0))
             ranked["table_match"] = shares.top(depth, scores, self._row_position)
             if scores:
@@ -357,34 +351,26 @@ class Sarag:
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
 
-    def _readings(self, query, settings: SearchSettings) -> tuple[Query, Query, set[str]]:
-        """The query read, the reading the text channels search (without the values set aside) and those."""
-        parsed = self.understand(query)
-        # what the table match knows, the text channels use too: values set aside are not what is asked about
-        passed_over = offered_not_taken(parsed) if "table_match" in settings.channels else set()
-        return parsed, without_values(parsed, passed_over), passed_over
-
     def views(self, query, settings: SearchSettings | None = None) -> ViewScores:
         """Each view's scores for the query at the settings' depth, before they are weighed (what
         `query.calibration` measures)."""
         settings = settings or self.settings
-        parsed, reading, passed_over = self._readings(query, settings)
-        return self._ranking(parsed, reading, passed_over, settings, settings.depth)[0].views
+        return self._ranking(self.understand(query), settings, settings.depth)[0].views
 
     def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
         if not isinstance(k, int) or k < 1:
             raise QueryError(f"k must be a positive integer, got {k!r}")
         settings = settings or self.settings
-        parsed, reading, passed_over = self._readings(query, settings)
+        parsed = self.understand(query)
         # The ranking is made at the settings' depth whatever k is: a channel's z-scores depend on how long
         # its list is, so deeper lists for a larger k would reorder the top. A k beyond what that depth
         # found is filled from deeper lists, after it, so a longer list always starts with the shorter one.
-        ranking, read = self._ranking(parsed, reading, passed_over, settings, settings.depth)
+        ranking, read = self._ranking(parsed, settings, settings.depth)
         fused = ranking.fused
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         scores = dict(fused)
         if len(order) < k:
-            deeper, _ = self._ranking(parsed, reading, passed_over, settings, max(5 * k, 2 * settings.depth), read)
+            deeper, _ = self._ranking(parsed, settings, max(5 * k, 2 * settings.depth), read)
             seen, last = set(order), fused[order[-1]] if order else math.inf
             for d in sorted(deeper.fused, key=lambda d: (-deeper.fused[d], d)):
                 if len(order) == k:
@@ -636,9 +622,9 @@ class Sarag:
             self._positions[key] = found
         return found
 
-    def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
+    def _entity_shares(self, parsed: Query) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
-                             self.lexicon.idf, self.row_ids, passed_over)
+                             self.lexicon.idf, self.row_ids)
 
 
 def is_weak(strength: float | None, matched: list | None = None) -> bool:

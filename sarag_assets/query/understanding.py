@@ -19,10 +19,8 @@ what "it" / "that one" is. Three things come out of it:
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from dataclasses import dataclass, field, replace
-from typing import Any, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -32,7 +30,6 @@ from sarag_assets.core.indices.table_values import (
     version_parts,
 )
 from sarag_assets.core.ingest.markup import plain_text
-from sarag_assets.core.writing import CJK_RANGES, is_cjk
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
@@ -116,45 +113,6 @@ class Query:
             kept.append(text[:max_chars])
             used += len(kept[-1]) + 1
         return "\n".join(reversed(kept))
-
-
-def without_values(query: Query, surfaces: Collection[str]) -> Query:
-    """The query with the named values' words (``surfaces``, as `Entity.surface`: tokens joined by spaces)
-    left out of its turns, for the text channels to read; entities and notes kept. A value is left out only
-    where its tokens stand whole ("4.7" is not cut out of "4.7.6"). The query itself when that would leave
-    no text."""
-    if not surfaces:
-        return query
-    pattern = re.compile("|".join(_surface_pattern(surface.split())
-                                  for surface in sorted(surfaces, key=len, reverse=True) if surface.split()), re.I)
-    turns = [replace(t, text=re.sub(r"[ \t]{2,}", " ", pattern.sub(" ", unicodedata.normalize("NFKC", t.text))).strip())
-             for t in query.turns]
-    if not any(t.text for t in turns):
-        return query
-    return replace(query, turns=turns)
-
-
-def _surface_pattern(toks: list[str]) -> str:
-    """A regular expression for the tokens standing whole in a text: separated by non-word characters,
-    or by nothing beside a Han or kana character (written without spaces), with no word going on at
-    either end (a character of those scripts is a word of its own)."""
-    body = re.escape(toks[0])
-    for before, tok in zip(toks, toks[1:]):
-        body += (r"\W*" if is_cjk(before) or is_cjk(tok) else r"\W+") + re.escape(tok)
-    word = f"[^\\W{CJK_RANGES}]"  # a word character of a script written with spaces
-    start = "" if is_cjk(toks[0]) else f"(?<!{word}|[.-])"
-    end = "" if is_cjk(toks[-1]) else f"(?!{word}|-)(?!\\.\\w)"
-    return start + body + end
-
-
-def offered_not_taken(query: Query) -> set[str]:
-    """The values (surfaces) of the query's entities that only a helper named, in a column where the asker
-    named another: the places listed before the asker chose one. A value the asker said is never among
-    them (the release they are on, beside the one they ask about)."""
-    said = [f" {' '.join(tokens(t.text))} " for t in query.turns if t.is_user]
-    by_asker = {e.surface for e in query.entities if any(f" {e.surface} " in text for text in said)}
-    chosen_in = {e.column for e in query.entities if e.surface in by_asker}
-    return {e.surface for e in query.entities if e.column in chosen_in and e.surface not in by_asker}
 
 
 def latest_turn_weight(best_whole: float, best_latest: float) -> float:

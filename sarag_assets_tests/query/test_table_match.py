@@ -53,35 +53,6 @@ def test_later_turns_weigh_more_and_unheld_or_weightless_values_are_ignored():
     assert not entity_shares([], _positions, _idf, ROW_IDS)
 
 
-def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
-    # two places named, the asker chose one: a row holding the other is about what the asker passed over
-    entities = [_entity("product", "X100", "x100", weight=0.68), _entity("product", "Z9", "z9", weight=0.14)]
-    found = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"z9"})
-    shares = found.as_dict()
-    chosen, aside = 0.68 * _idf(2), 0.14 * _idf(2)
-    assert math.isclose(shares["b"], chosen / (chosen + aside))
-    assert math.isclose(shares["a"], (aside - (chosen - aside)) / (chosen + aside)) and shares["a"] < 0
-    position = {d: i for i, d in enumerate(ROW_IDS)}
-    assert [d for d, _ in found.top(10, {}, position)] == ["b", "d"]  # the set-aside rows are no match
-    assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
-    # a value not set aside is evidence for its rows, however little it weighs
-    assert min(entity_shares(entities, _positions, _idf, ROW_IDS).as_dict().values()) > 0
-
-
-def test_a_value_set_aside_costs_its_row_once_however_many_columns_hold_it():
-    # 3.0 asked (a near reading in os_version), 2.3 offered and passed over, each read in two columns:
-    # "d" holds 2.3 in both columns and pays once, the larger of the two costs
-    entities = [_entity("app_version", "3.0", "3.0"), _entity("os_version", "3.0", "3.0", closeness=0.5),
-                _entity("app_version", "2.3", "2.3", weight=0.2), _entity("os_version", "2.3", "2.3", weight=0.2)]
-    shares = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"2.3"}).as_dict()
-    total = _idf(1) + 0.2 * _idf(2)  # each value's best reading, once
-    app_cost, os_cost = (1.0 - 0.2) * _idf(2), (0.5 - 0.2) * _idf(2)
-    assert math.isclose(shares["d"], (0.2 * _idf(2) - app_cost) / total)
-    assert math.isclose(shares["a"], (0.2 * _idf(2) - app_cost) / total)  # app_version only
-    assert math.isclose(shares["e"], (0.2 * _idf(2) - os_cost) / total)  # os_version only
-    assert math.isclose(shares["b"], _idf(1) / total)
-
-
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():
     shares = RowShares(ROW_IDS, np.array([0, 1, 3, 4]), np.array([0.5, 1.0, 0.5, 0.5]))
     position = {d: i for i, d in enumerate(ROW_IDS)}

@@ -11,9 +11,7 @@ from sarag_assets.query.understanding import (
     read_query,
     read_together,
     readable_text,
-    offered_not_taken,
     version_parts,
-    without_values,
 )
 
 
@@ -112,8 +110,6 @@ def test_values_are_found_in_chinese_and_japanese_written_without_spaces():
     assert found == {("product", "华为手机"), ("model", "P40"), ("product", "ルーター"), ("product", "小米扫地机器人")}
     # a sentence of Han characters is long text, not a value: the problem column holds no values
     assert not lexicon.mentioned("手机充不进电，充电器换了也不行，怎么办")
-    # the found values leave the text the channels read, without spaces to mark them
-    assert without_values(q, {"华 为 手 机", "p40"}).turns[0].text == "我的 充不进电"
 
 
 def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
@@ -136,37 +132,3 @@ def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_la
     assert readable_text("a single line longer than twenty", fits) == "a single line longer than twenty"  # cut by the model
     assert readable_text("first turn\nsecond\nthe latest", None) == "first turn\nsecond\nthe latest"
 
-
-def test_values_set_aside_leave_the_text_the_channels_read():
-    query = read_query([{"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
-                        {"speaker": "user", "text": "let's go with sala tandoori please"},
-                        {"speaker": "user", "text": "can they pick us up at the airport"}])
-    read = without_values(query, {"kohinoor lodge", "el shaddai tandoori"})
-    assert read.turns[0].text == "I have , and Sala Tandoori."
-    assert [t.text for t in read.turns[1:]] == [t.text for t in query.turns[1:]]
-    assert [t.weight for t in read.turns] == [t.weight for t in query.turns]
-    assert without_values(query, set()) is query
-    alone = read_query("El Shaddai Tandoori")
-    assert without_values(alone, {"el shaddai tandoori"}) is alone  # nothing would be left to read
-    release = read_query("Sync broke on 4.7. Does 4.7.6 fix it?")
-    assert without_values(release, {"4.7"}).turns[0].text == "Sync broke on . Does 4.7.6 fix it?"  # whole tokens only
-
-
-def test_values_a_helper_offered_and_the_asker_did_not_take_up_are_set_aside():
-    cells = [(f"d{i}", "product", name) for i, name in enumerate(["Kohinoor Lodge", "El Shaddai Tandoori", "Sala Tandoori"])]
-    cells += [("d3", "version", "4.7.6"), ("d4", "version", "4.7.2"), ("d5", "product", "Other Place")]
-    lexicon = ValueLexicon(cells, 6, columns=["product", "version"])
-    query = read_query([{"speaker": "user", "text": "somewhere to eat in the north"},
-                        {"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
-                        {"speaker": "user", "text": "let's go with sala tandoori please"},
-                        {"speaker": "user", "text": "can they pick us up at the airport"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == {"kohinoor lodge", "el shaddai tandoori"}
-    query = read_query([{"speaker": "user", "text": "I'm on 4.7.6 and sync fails."},
-                        {"speaker": "user", "text": "does 4.7.2 fix the sync failure?"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == set()  # the asker named both: neither is passed over
-    query = read_query([{"speaker": "agent", "text": "We have Kohinoor Lodge and Sala Tandoori."},
-                        {"speaker": "user", "text": "what about parking"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == set()  # the asker chose none
