@@ -20,9 +20,8 @@ first:
 - ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
-  ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named; `entity_shares`). This is how "that one" in the latest turn still selects the
-  product named three turns ago.
+  ranked by the summed ``turn weight x idf`` of the values they hold (`entity_shares`). This is how
+  "that one" in the latest turn still selects the product named three turns ago.
 
 Channels reading the same thing are one view, and each view is one vote, weighed as the home's own
 conversations measured it (`query.fusion`, `query.calibration`): without a measurement the two text views

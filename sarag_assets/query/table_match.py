@@ -13,14 +13,14 @@ import numpy as np
 
 
 def value_gain(entity, held: int, idf) -> float:
-    """What a named value weighs in the table match: its turn's weight x its closeness x idf(rows holding it)."""
-    return entity.weight * entity.closeness * idf(held)
+    """What a named value weighs in the table match: its turn's weight x idf(rows holding it)."""
+    return entity.weight * idf(held)
 
 
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
     """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
-    x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
-    several columns (a version the table keeps twice) counts once, by its best reading. In arrays: at
+    x idf; a value found in several columns (a version the table keeps twice) counts once, by its best
+    reading. In arrays: at
     100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted
     table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}

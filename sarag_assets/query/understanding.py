@@ -13,8 +13,7 @@ what "it" / "that one" is. Three things come out of it:
   mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
   from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
   holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
-  value named earlier still counts in the latest turn ("what fixed it for that model?"). A release
-  number also finds stored releases sharing its leading numbers, with a closeness below 1.
+  value named earlier still counts in the latest turn ("what fixed it for that model?").
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ import numpy as np
 from sarag_assets.core.indices.table_values import (
     TableValues,
     tokens,
-    version_parts,
 )
 from sarag_assets.core.ingest.markup import plain_text
 
@@ -65,13 +63,10 @@ class Entity:
     weight: float  # the turn's weight
     df: int  # rows holding it
     surface: str  # the query's words that matched
-    closeness: float = 1.0  # 1 for the value named; below 1 for a version near the one named
 
     def as_dict(self) -> dict[str, Any]:
         out = {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
                "matched": self.surface}
-        if self.closeness < 1.0:
-            out["closeness"] = round(self.closeness, 3)
         return out
 
 
@@ -224,30 +219,10 @@ class ValueLexicon(TableValues):
                 for key in keys:
                     entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
                     _keep_best(best, key, entity)
-            for token in toks:
-                for entity_key, entity in self._near_versions(token, index, turn.weight):
-                    _keep_best(best, entity_key, entity)
-        return sorted(best.values(), key=lambda e: (-e.weight * e.closeness, e.column, e.value))
-
-    def _near_versions(self, token: str, turn: int, weight: float):
-        """Stored versions sharing leading components with a version the query names, closeness = shared
-        leading components / components of the longer one (4.7.6 -> 4.7.2: 2/3; -> 4.1.0: 1/3). Releases close
-        to each other tend to share their bugs and fixes, and a query's exact release is often not in the
-        table at all."""
-        named = version_parts(token)
-        if not named:
-            return
-        for parts, key in self._versions.get(named[0], ()):
-            shared = 0
-            for a, b in zip(parts, named):
-                if a != b:
-                    break
-                shared += 1
-            closeness = shared / max(len(named), len(parts))
-            yield key, Entity(key[0], self._stored[key], turn, weight, len(self._rows[key]), token, closeness)
+        return sorted(best.values(), key=lambda e: (-e.weight, e.column, e.value))
 
 
 def _keep_best(best: dict, key: tuple[str, str], entity: Entity) -> None:
     current = best.get(key)
-    if current is None or entity.weight * entity.closeness > current.weight * current.closeness:
+    if current is None or entity.weight > current.weight:
         best[key] = entity

@@ -28,20 +28,20 @@ def _idf(df):
     return math.log(1.0 + len(ROW_IDS) / df)
 
 
-def _entity(column, value, surface, weight=1.0, closeness=1.0):
-    return Entity(column, value, 0, weight, len(HOLDERS[(column, value)]), surface, closeness)
+def _entity(column, value, surface, weight=1.0):
+    return Entity(column, value, 0, weight, len(HOLDERS[(column, value)]), surface)
 
 
 def test_a_value_read_in_two_columns_counts_once_by_its_best_reading():
     entities = [_entity("product", "X100", "x100"), _entity("app_version", "2.3", "2.3"),
-                _entity("os_version", "2.3", "2.3", closeness=0.5)]
+                _entity("os_version", "2.3", "2.3")]
     shares = entity_shares(entities, _positions, _idf, ROW_IDS).as_dict()
     product, version = _idf(2), _idf(2)  # each group's best gain adds to the total once
     total = product + version
     assert set(shares) == {"a", "b", "d", "e"}
     assert math.isclose(shares["d"], (product + version) / total)  # holds both; 2.3 counted once
     assert math.isclose(shares["a"], version / total)
-    assert math.isclose(shares["e"], 0.5 * version / total)  # only the nearer reading's closeness
+    assert math.isclose(shares["e"], version / total)
     assert math.isclose(shares["b"], product / total)
 
 
