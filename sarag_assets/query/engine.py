@@ -32,8 +32,7 @@ completely the table holds the named values (rows holding each over the conversa
 conversations not naming the values (right), and above the share ``1 - trust`` of those naming them
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
-embedding of the turns read together (`Query.embedding_text`), plus, for a conversation, the latest
-turn's own embedding weighted by how well it finds passages alone (`embed`), encoded by the runtime this
+embedding of the turns read together (`Query.embedding_text`, `embed`), encoded by the runtime this
 machine runs one short text on faster (`core.encoding.runtime_choice`; the `encoder_runtime` setting can
 name one).
 """
@@ -65,10 +64,8 @@ from sarag_assets.query.understanding import (
     Query,
     QueryError,
     ValueLexicon,
-    latest_turn_weight,
     normalize,
     read_query,
-    read_together,
     readable_text,
     unit_vector,
 )
@@ -275,44 +272,22 @@ class Sarag:
         return parsed
 
     def embed(self, parsed: Query) -> np.ndarray:
-        """The query vector. A conversation is read twice, as a whole (what "it" and "there" are) and its
-        latest turn alone (what is asked now), and the latest reading joins with `latest_turn_weight`,
-        from each reading's best passage in this home (set on ``parsed.latest_weight``)."""
-        return self._read(parsed)[0]
+        """The query vector: the embedding of the turns read together (`Query.embedding_text`), without
+        its earliest lines where the model would cut its latest."""
+        text = readable_text(parsed.embedding_text(), getattr(self.embedder, "fits", None))
+        return unit_vector(self.embedder.encode([text])[0])
 
-    def _read(self, parsed: Query):
-        """`embed`, and the passages search of its vector when the two readings were scanned together
-        (one read of the passages' int8 codes for both best passages and the channel), else None."""
-        fits = getattr(self.embedder, "fits", None)
-        whole = readable_text(parsed.embedding_text(), fits)
-        latest = readable_text(parsed.latest.strip(), fits)
-        if not parsed.is_conversation or not latest or latest == whole:
-            return unit_vector(self.embedder.encode([whole])[0]), None
-        whole_v, latest_v = (unit_vector(v) for v in self.embedder.encode([whole, latest]))
-        scan = self.dense.scan(CONVERSATION_PASSAGES, [whole_v, latest_v])
-        if scan is None:  # too big to hold: LanceDB's search, one reading at a time
-            best = [hits[0][1] if (hits := self.dense.search(CONVERSATION_PASSAGES, v, 1)) else 0.0
-                    for v in (whole_v, latest_v)]
-        else:
-            best = [hits[0][1] if (hits := scan.search(v, unit, 1)) else 0.0
-                    for v, unit in ((whole_v, (1.0, 0.0)), (latest_v, (0.0, 1.0)))]
-        parsed.latest_weight = w = latest_turn_weight(*best)
-        vector = read_together(whole_v, latest_v, w)
-        if scan is None:
-            return vector, None
-        length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
-        return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
-
-    def _ranking(self, parsed: Query, settings: SearchSettings, depth: int, read=None) -> tuple[Ranking, tuple]:
+    def _ranking(self, parsed: Query, settings: SearchSettings, depth: int,
+                 vector: np.ndarray | None = None) -> tuple[Ranking, np.ndarray]:
         """Each channel's ``depth`` best conversations, each view's scores (the table lifted by the match)
-        and the fused ones; and (query vector, passages scan) for a deeper ranking to reuse."""
+        and the fused ones; and the query vector, for a deeper ranking to reuse."""
         on = settings.channels
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
                 jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
-        vector, passages = read or self._read(parsed)
+        vector = self.embed(parsed) if vector is None else vector
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
@@ -325,7 +300,7 @@ class Sarag:
         lists = {}
         for name, table in dense:  # in memory: ~2 ms each at 100k rows, here rather than wait for the GIL
             if name not in jobs:
-                lists[name] = self._dense(table, vector, depth, passages if name == "passages" else None)
+                lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {
             name: lists[name] for name in ("passages", "conversation", "conversation_text", "table_row", "full_text",
@@ -345,7 +320,7 @@ class Sarag:
             elif ranked["table_match"]:  # the table match alone: its own order
                 views["table"] = ({d: -float(i) for i, (d, _) in enumerate(ranked["table_match"])}, -float(depth))
         fused = combine(views, self.weights)
-        return Ranking(ranked, lists, views, fused), (vector, passages)
+        return Ranking(ranked, lists, views, fused), vector
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
@@ -364,12 +339,12 @@ class Sarag:
         # The ranking is made at the settings' depth whatever k is: a channel's z-scores depend on how long
         # its list is, so deeper lists for a larger k would reorder the top. A k beyond what that depth
         # found is filled from deeper lists, after it, so a longer list always starts with the shorter one.
-        ranking, read = self._ranking(parsed, settings, settings.depth)
+        ranking, vector = self._ranking(parsed, settings, settings.depth)
         fused = ranking.fused
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         scores = dict(fused)
         if len(order) < k:
-            deeper, _ = self._ranking(parsed, settings, max(5 * k, 2 * settings.depth), read)
+            deeper, _ = self._ranking(parsed, settings, max(5 * k, 2 * settings.depth), vector)
             seen, last = set(order), fused[order[-1]] if order else math.inf
             for d in sorted(deeper.fused, key=lambda d: (-deeper.fused[d], d)):
                 if len(order) == k:
@@ -391,7 +366,7 @@ class Sarag:
             row = self.rows.get(dialogue_id, {})
             matched = [e.as_dict() for e in parsed.entities if row.get(e.column) == e.value]
             hits.append(SearchHit(dialogue_id, float(scores[dialogue_id]), rank, found, matched, dict(row)))
-        return SearchResult(parsed, hits, read[0], self.publication.id)
+        return SearchResult(parsed, hits, vector, self.publication.id)
 
     # ---- answers ------------------------------------------------------------------------------------
 
@@ -563,16 +538,15 @@ class Sarag:
 
     # ---- channels -----------------------------------------------------------------------------------
 
-    def _dense(self, table: str, vector: np.ndarray, depth: int, scanned=None) -> list[tuple[str, float]]:
-        """The table's ``depth`` best conversations for the vector; ``scanned(k)``, when given, is the same
-        search from a scan already made (`_read`)."""
+    def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
+        """The table's ``depth`` best conversations for the vector."""
         if table != CONVERSATION_PASSAGES:
             return self.dense.search(table, vector, depth)
         # several passages per conversation: read deeper until `depth` conversations (or every passage)
         # are in, each by its best passage
         want = PASSAGES_PER_CONVERSATION * depth
         while True:
-            hits = scanned(want) if scanned else self.dense.search(table, vector, want)
+            hits = self.dense.search(table, vector, want)
             best: dict[str, float] = {}
             for dialogue_id, score in hits:
                 best.setdefault(dialogue_id, score)

@@ -4,9 +4,7 @@ A conversation query is read as a whole (cTBLS): the latest turn is what is aske
 what "it" / "that one" is. Three things come out of it:
 
 - the text that is embedded: the turns in order, read together (`Query.embedding_text`), so the model
-  reads "can I get them back?" in the light of the turns before it; and the text full-text search sees.
-  The latest turn is also embedded alone and joins that vector as far as it finds passages on its own
-  (`latest_turn_weight`): "is there somewhere to park there?" after five turns about booking a room;
+  reads "can I get them back?" in the light of the turns before it; and the text full-text search sees;
 - turn weights: the latest turn weighs most, earlier user turns less the further back they are, helper
   turns least (a helper's guess in the query is not the asker's fact);
 - entities: values of the governed table's columns (product, model, version, error code, plan, ...)
@@ -75,9 +73,6 @@ class Query:
     turns: list[QueryTurn]
     entities: list[Entity] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # how references were resolved, for the reader
-    # how much the latest turn, read on its own, adds to the query vector (`latest_turn_weight`); set when
-    # the query is embedded, None until then and for a single turn
-    latest_weight: float | None = None
 
     @property
     def latest(self) -> str:
@@ -110,28 +105,10 @@ class Query:
         return "\n".join(reversed(kept))
 
 
-def latest_turn_weight(best_whole: float, best_latest: float) -> float:
-    """How much the latest turn, read on its own, adds to the vector of the whole conversation: the cosine
-    of its best passage in the corpus over the whole conversation's best, at most 1. A turn that asks a
-    new thing ("is there somewhere to park there?") finds passages about it nearly as well as the whole
-    conversation finds its own, and weighs nearly as much: its topic is not drowned by the turns that only
-    said which place or product "there" is. A turn that only points back ("what fixed it?") finds little
-    on its own and adds little. No constant: the ratio is the corpus's own answer."""
-    if not (best_whole > 0) or not (best_latest > 0):
-        return 0.0
-    return min(1.0, best_latest / best_whole)
-
-
 def unit_vector(v) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
-
-
-def read_together(whole: np.ndarray, latest: np.ndarray, weight: float) -> np.ndarray:
-    """The query vector: the whole conversation's unit vector plus ``weight`` times the latest turn's, as a
-    unit vector. A cosine with it ranks as the sum of the two readings' cosines, the latest's weighted."""
-    return unit_vector(unit_vector(whole) + weight * unit_vector(latest))
 
 
 def readable_text(text: str, fits) -> str:

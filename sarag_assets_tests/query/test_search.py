@@ -188,25 +188,3 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
     holders = [d for d in trusted if engine.rows[d].get(entity.column) == entity.value and d in doubted]
     assert holders and all(doubted[d] < trusted[d] for d in holders)
 
-
-def test_a_latest_turn_that_asks_something_new_is_read_on_its_own(engine):
-    by_product: dict[str, str] = {}
-    for dialogue_id in sorted(engine.rows):
-        product = engine.rows[dialogue_id].get("product")
-        if product and product not in by_product:
-            by_product[product] = dialogue_id
-    first, second = list(by_product.values())[:2]
-
-    def opening(dialogue_id):
-        turns = engine.conversation(dialogue_id)["turns"]
-        return next(t["text"] for t in turns if t["role"] == "user")
-
-    context = [{"speaker": "user", "text": opening(first)}, {"speaker": "agent", "text": "Thanks, noted."}]
-    new_question = engine.retrieve(context + [{"speaker": "user", "text": opening(second)}], 10)
-    points_back = engine.retrieve(context + [{"speaker": "user", "text": "ok. what now?"}], 10)
-    # the second conversation's own words find it as well as the whole query finds anything: full weight
-    assert new_question.query.latest_weight is not None and new_question.query.latest_weight > 0.8
-    assert second in new_question.ids()[:3]
-    # a turn that only points back finds little alone and adds less
-    assert points_back.query.latest_weight < new_question.query.latest_weight
-    assert engine.retrieve(opening(first), 10).query.latest_weight is None

@@ -3,13 +3,9 @@ older/newer releases."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from sarag_assets.query.understanding import (
     ValueLexicon,
-    latest_turn_weight,
     read_query,
-    read_together,
     readable_text,
 )
 
@@ -40,30 +36,6 @@ def test_the_embedded_text_is_the_turns_in_order_and_a_long_one_loses_its_earlie
     assert read_query(turns).embedding_text(max_chars=50) == "Which firmware is it on?\ncan I get it fixed?"
     long_latest = read_query([{"speaker": "user", "text": "earlier"}, {"speaker": "user", "text": "x" * 80}])
     assert long_latest.embedding_text(max_chars=50) == "x" * 50
-
-
-def test_the_latest_turn_weighs_as_far_as_it_finds_passages_on_its_own():
-    # a new question that finds its passages as well as the whole conversation finds its own: full weight
-    assert latest_turn_weight(0.65, 0.70) == 1.0
-    # "what fixed it?" finds little alone: it adds in proportion
-    assert abs(latest_turn_weight(0.70, 0.28) - 0.4) < 1e-9
-    # a reading that found nothing (an empty index, or no positive cosine) adds nothing
-    assert latest_turn_weight(0.0, 0.5) == 0.0
-    assert latest_turn_weight(0.6, -0.1) == 0.0
-
-
-def test_the_two_readings_rank_as_the_sum_of_their_cosines():
-    rng = np.random.default_rng(0)
-    whole, latest = rng.normal(size=384), rng.normal(size=384)
-    docs = rng.normal(size=(50, 384))
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
-    for weight in (0.0, 0.4, 1.0):
-        vector = read_together(whole, latest, weight)
-        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
-        summed = docs @ unit(whole) + weight * (docs @ unit(latest))
-        assert list(np.argsort(-(docs @ vector))) == list(np.argsort(-summed))
-    assert not np.allclose(read_together(whole, latest, 0.0), read_together(whole, latest, 1.0))
 
 
 def test_a_value_written_with_other_spacing_or_punctuation_is_found():
