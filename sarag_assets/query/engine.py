@@ -20,7 +20,7 @@ first:
 - ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
-  ranked by the summed ``turn weight x idf`` of the values they hold (`entity_shares`). This is how
+  ranked by the summed idf of the values they hold (`entity_shares`). This is how
   "that one" in the latest turn still selects the product named three turns ago.
 
 Channels reading the same thing are one view, and each view is one vote, weighed as the home's own
@@ -59,7 +59,7 @@ from sarag_assets.core.indices.store import (
 from sarag_assets.query.damage import reading_published_copy
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import DEFAULT_WEIGHTS, ViewScores, combine, view_scores
-from sarag_assets.query.table_match import RowShares, entity_shares, value_gain
+from sarag_assets.query.table_match import RowShares, entity_shares
 from sarag_assets.query.understanding import (
     Query,
     QueryError,
@@ -130,7 +130,7 @@ class SearchHit:
     score: float
     rank: int
     channels: dict[str, dict[str, float]]  # channel -> {"rank", "score"}
-    matched_columns: list[dict[str, Any]]  # [{column, value, turn, weight, matched}]
+    matched_columns: list[dict[str, Any]]  # [{column, value, turn, matched}]
     row: dict[str, str]  # the conversation's non-null table cells
 
     def as_dict(self) -> dict[str, Any]:
@@ -561,7 +561,7 @@ class Sarag:
     def _table_trust(self, parsed: Query) -> float:
         """How far the table stands for the values the query names: each value's rows holding it over the
         conversations mentioning it (`ValueLexicon.trust`, from the value_mentions asset), averaged with
-        the weights the values have in the match. Its square scales the table_match channel and the
+        the values' idf, their weights in the match. Its square scales the table_match channel and the
         boost, so a table that caught a common word, or missed most conversations naming a product,
         cannot promote the few rows that hold it."""
         total = trusted = 0.0
@@ -570,7 +570,7 @@ class Sarag:
             held = len(self.lexicon.rows(e.column, key))
             if not held:
                 continue
-            gain = value_gain(e, held, self.lexicon.idf)
+            gain = self.lexicon.idf(held)
             total += gain
             trusted += gain * self.lexicon.trust(e.column, key, self._mentions)
         return trusted / total if total > 0 else 1.0

@@ -12,25 +12,18 @@ from typing import Mapping, Sequence
 import numpy as np
 
 
-def value_gain(entity, held: int, idf) -> float:
-    """What a named value weighs in the table match: its turn's weight x idf(rows holding it)."""
-    return entity.weight * idf(held)
-
-
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
-    """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
-    x idf; a value found in several columns (a version the table keeps twice) counts once, by its best
-    reading. In arrays: at
-    100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``: the sorted
-    table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
+    """Per row, the share of the query's mentioned values it holds. A value counts with its idf; a value
+    found in several columns (a version the table keeps twice) counts once, by its best reading. In
+    arrays: at 100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``:
+    the sorted table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
         groups.setdefault(entity.surface, []).append(entity)
     total = 0.0
     positions, gains = [], []
     for group in groups.values():
-        held = [(positions_of(e), e) for e in group]
-        held = [(rows, g) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
+        held = [(rows, idf(len(rows))) for rows in map(positions_of, group) if len(rows)]
         if not held:
             continue
         rows, gain = _best_per_row(held)

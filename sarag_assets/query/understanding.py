@@ -1,17 +1,15 @@
 """Reading a query: a string or a whole conversation, with entities carried from earlier turns. No Dagster.
 
 A conversation query is read as a whole (cTBLS): the latest turn is what is asked now, earlier turns say
-what "it" / "that one" is. Three things come out of it:
+what "it" / "that one" is. Two things come out of it:
 
 - the text that is embedded: the turns in order, read together (`Query.embedding_text`), so the model
   reads "can I get them back?" in the light of the turns before it; and the text full-text search sees;
-- turn weights: the latest turn weighs most, earlier user turns less the further back they are, helper
-  turns least (a helper's guess in the query is not the asker's fact);
 - entities: values of the governed table's columns (product, model, version, error code, plan, ...)
   mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
   from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
-  holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
-  value named earlier still counts in the latest turn ("what fixed it for that model?").
+  holds are what can be recognized. A value named in any turn counts, so a value named earlier still
+  counts in the latest turn ("what fixed it for that model?").
 """
 
 from __future__ import annotations
@@ -30,15 +28,9 @@ from sarag_assets.core.ingest.markup import plain_text
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
 
-LATEST_WEIGHT = 1.0
-EARLIER_USER_WEIGHT = 0.8  # the user turn just before the latest; further back decays by DECAY per turn
-EARLIER_AGENT_WEIGHT = 0.2
-DECAY = 0.85
 # About what the embedding model reads (256 word pieces of English); the model cuts the rest, so a longer
 # conversation loses its earliest turns here rather than its latest there.
 EMBEDDED_CHARS = 1200
-
-USER_LABELS = {"user", "customer", "client", "asker", "me", "human", "caller", "requester"}
 
 
 class QueryError(ValueError):
@@ -49,30 +41,25 @@ class QueryError(ValueError):
 class QueryTurn:
     speaker: str
     text: str
-    is_user: bool
-    weight: float
 
 
 @dataclass(frozen=True)
 class Entity:
     column: str
     value: str  # as stored in the table
-    turn: int  # index of the query turn it was found in
-    weight: float  # the turn's weight
+    turn: int  # index of the latest query turn it was found in
     df: int  # rows holding it
     surface: str  # the query's words that matched
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
-               "matched": self.surface}
-        return out
+        return {"column": self.column, "value": self.value, "turn": self.turn, "matched": self.surface}
 
 
 @dataclass
 class Query:
     turns: list[QueryTurn]
     entities: list[Entity] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # how references were resolved, for the reader
+    notes: list[str] = field(default_factory=list)  # on how the query was read, for the reader (none yet)
 
     @property
     def latest(self) -> str:
@@ -159,27 +146,7 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
         parsed.append((str(speaker or "user"), plain_text(text[:MAX_QUERY_CHARS])))
     if not any(text.strip() for _, text in parsed):
         raise QueryError("the query is empty")
-    return Query(_weigh(parsed))
-
-
-def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
-    labels = [s.strip().lower() for s, _ in parsed]
-    # A conversation whose speakers are names: the one who speaks last asks (they are asking us now).
-    if not any(label in USER_LABELS for label in labels):
-        asker = labels[-1]
-        users = [label == asker for label in labels]
-    else:
-        users = [label in USER_LABELS for label in labels]
-    last = len(parsed) - 1
-    out = []
-    for i, ((speaker, text), is_user) in enumerate(zip(parsed, users)):
-        if i == last:
-            weight = LATEST_WEIGHT
-        else:
-            base = EARLIER_USER_WEIGHT if is_user else EARLIER_AGENT_WEIGHT
-            weight = base * DECAY ** (last - 1 - i)
-        out.append(QueryTurn(speaker, text, is_user, weight))
-    return out
+    return Query([QueryTurn(speaker, text) for speaker, text in parsed])
 
 
 class ValueLexicon(TableValues):
@@ -188,18 +155,11 @@ class ValueLexicon(TableValues):
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not
         matched again), written as stored or with other spacing ("HC31" for "HC-31", `TableValues.matches`);
-        one entity per (column, value), from the turn that weighs most."""
-        best: dict[tuple[str, str], Entity] = {}
+        one entity per (column, value), from the latest turn naming it."""
+        found: dict[tuple[str, str], Entity] = {}
         for index, turn in enumerate(query.turns):
             toks = tokens(turn.text)
             for _, _, gram, keys in self.matches(toks, longest=True):
                 for key in keys:
-                    entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
-                    _keep_best(best, key, entity)
-        return sorted(best.values(), key=lambda e: (-e.weight, e.column, e.value))
-
-
-def _keep_best(best: dict, key: tuple[str, str], entity: Entity) -> None:
-    current = best.get(key)
-    if current is None or entity.weight > current.weight:
-        best[key] = entity
+                    found[key] = Entity(key[0], self._stored[key], index, len(self._rows[key]), gram)
+        return sorted(found.values(), key=lambda e: (e.column, e.value))

@@ -17,6 +17,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("product", "Q1"): ["c"],
     ("app_version", "3.0"): ["b"],
     ("os_version", "3.0"): ["b"],
+    ("product", "Gone"): [],  # named, and no row holds it
 }
 
 
@@ -28,8 +29,8 @@ def _idf(df):
     return math.log(1.0 + len(ROW_IDS) / df)
 
 
-def _entity(column, value, surface, weight=1.0):
-    return Entity(column, value, 0, weight, len(HOLDERS[(column, value)]), surface)
+def _entity(column, value, surface):
+    return Entity(column, value, 0, len(HOLDERS[(column, value)]), surface)
 
 
 def test_a_value_read_in_two_columns_counts_once_by_its_best_reading():
@@ -45,11 +46,11 @@ def test_a_value_read_in_two_columns_counts_once_by_its_best_reading():
     assert math.isclose(shares["b"], product / total)
 
 
-def test_later_turns_weigh_more_and_unheld_or_weightless_values_are_ignored():
-    entities = [_entity("product", "X100", "x100", weight=0.3), _entity("error_code", "E-12", "e-12", weight=1.0)]
+def test_rarer_values_weigh_more_and_unheld_values_are_ignored():
+    entities = [_entity("product", "X100", "x100"), _entity("error_code", "E-12", "e-12")]
     shares = entity_shares(entities, _positions, _idf, ROW_IDS).as_dict()
-    assert shares["c"] > shares["b"] == shares["d"]
-    assert not entity_shares([_entity("product", "X100", "x100", weight=0.0)], _positions, _idf, ROW_IDS)
+    assert shares["c"] > shares["b"] == shares["d"]  # E-12, in one row, is rarer than X100, in two
+    assert not entity_shares([_entity("product", "Gone", "gone")], _positions, _idf, ROW_IDS)
     assert not entity_shares([], _positions, _idf, ROW_IDS)
 
 

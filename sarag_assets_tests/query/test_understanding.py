@@ -1,5 +1,4 @@
-"""Query reading without a home: turn weights, the lexicon, 'the other one' with aliases, nearby and
-older/newer releases."""
+"""Query reading without a home: the turns read together and the value lexicon."""
 
 from __future__ import annotations
 
@@ -8,14 +7,6 @@ from sarag_assets.query.understanding import (
     read_query,
     readable_text,
 )
-
-
-def test_latest_turn_weighs_most_and_helper_turns_least():
-    q = read_query([{"speaker": "user", "text": "a"}, {"speaker": "agent", "text": "b"},
-                    {"speaker": "user", "text": "c"}, {"speaker": "user", "text": "d"}])
-    weights = [t.weight for t in q.turns]
-    assert weights[-1] == max(weights) and weights[1] == min(weights)
-    assert weights[0] < weights[2]  # further back, less
 
 
 def test_a_decomposed_query_is_read_composed_as_the_corpus_was_landed():
