@@ -30,19 +30,19 @@ def test_the_embedded_text_is_the_turns_in_order_and_a_long_one_loses_its_earlie
 
 
 def test_a_value_written_with_other_spacing_or_punctuation_is_found():
-    cells = [("d1", "model", "HC-31"), ("d2", "product", "Acorn Guest House"), ("d3", "product", "Acorn"),
+    cells = [("d1", "model", "HC-31"), ("d2", "product", "Redwing Boat House"), ("d3", "product", "Redwing"),
              ("d4", "product", "WM8"), ("d5", "version", "4.7.6"), ("d6", "account", "50")] + [
         (f"x{i}", "product", f"Filler {i}") for i in range(20)]
     lexicon = ValueLexicon(cells, 26)
-    q = read_query([{"speaker": "user", "text": "the hc31 at the a corn guesthouse keeps dropping"},
+    q = read_query([{"speaker": "user", "text": "the hc31 at the red wing boathouse keeps dropping"},
                     {"speaker": "user", "text": "and my wm 8 too, on 476 or 47.6, account 5 0"}])
     found = {(e.column, e.value, e.surface) for e in lexicon.find(q)}
     # the longer name wins over the short one inside it, as when written as stored
-    assert found == {("model", "HC-31", "hc31"), ("product", "Acorn Guest House", "a corn guesthouse"),
+    assert found == {("model", "HC-31", "hc31"), ("product", "Redwing Boat House", "red wing boathouse"),
                      ("product", "WM8", "wm 8")}
     # digits alone and dotted releases are not read through other spacing: "476" is no 4.7.6
-    assert lexicon.mentioned("acorn guesthouse, hc 31") == {"acorn guest house", "acorn", "hc-31"}
-    assert lexicon.mentioned("a cornish pasty at 4 7 6") == set()  # a value's letters must end with a word
+    assert lexicon.mentioned("redwing boathouse, hc 31") == {"redwing boat house", "redwing", "hc-31"}
+    assert lexicon.mentioned("a red wingspan at 4 7 6") == set()  # a value's letters must end with a word
 
 
 def test_a_value_with_a_possessive_or_an_elision_is_found():

@@ -53,8 +53,8 @@ def word_count(toks: list[str]) -> int:
 
 
 def compact(toks: Iterable[str]) -> str:
-    """The tokens' letters and digits run together: "HC-31", "hc 31" and "HC31" are all "hc31"; "Acorn
-    Guest House" and "acorn guesthouse" are both "acornguesthouse"."""
+    """The tokens' letters and digits run together: "HC-31", "hc 31" and "HC31" are all "hc31"; "Redwing
+    Boat House" and "red wing boathouse" are both "redwingboathouse"."""
     return "".join(ch for tok in toks for ch in tok if ch.isalnum())
 
 
@@ -110,7 +110,7 @@ class TableValues:
             self._by_ngram[key[1]].append(key)
         self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
         # The same values written with other spacing or punctuation: a model code with or without its
-        # hyphen or space, a name joined or split ("guesthouse", "a corn"; speech recognisers and people
+        # hyphen or space, a name joined or split ("boathouse", "red wing"; speech recognisers and people
         # do both). Only values with a letter and at least MIN_COMPACT_CHARS of them: digits run together
         # are ambiguous ("5 0", "50"), and dotted numbers are releases, matched as written.
         self._by_compact: dict[str, list[tuple[str, str]]] = defaultdict(list)
