@@ -8,9 +8,7 @@ use) and searched in memory, in two steps: an int8 copy (`Int8Sketch`) is scanne
 among the k best, with a proven bound on its error, and only those are scored exactly, with the same ids
 and scores as scoring every row (`kernels` says why the scores are equal to the bit). Without numba, every
 row is scored by numpy. The sketch is built on a table's second search: a one-search process (the CLI)
-scans every row instead. A conversation query searches the passages three times (the best passage of its
-whole text, of its latest turn, then their weighted sum): `DenseIndex.scan` reads the codes once for all
-three (`Scan`).
+scans every row instead.
 
 `DenseIndex.search(vector, k)` means what `IndexStore.vector_search(table, vector, k)` means: the k rows
 of highest cosine similarity, score = 1 - cosine distance, best first, ties broken by row id (here over
@@ -102,16 +100,6 @@ class DenseIndex:
         if sketch is not None and k < n and q_norm > 0:
             rows = sketch.candidates(q / q_norm, k)
         return self._top(q, q_norm, k, rows)
-
-    def scan(self, unit_queries: Sequence[np.ndarray]) -> "Scan":
-        """The queries (each of norm 1) scanned at once, to search combinations of them (`Scan`). Counts as
-        a search: the first one of a process scans no sketch, as `search` would not."""
-        queries = np.stack([self._checked_query(q)[0] for q in unit_queries])
-        self._searches += 1
-        sketch = self.sketch if self._searches > 1 else self._sketch
-        if sketch is None or len(self.dialogue_ids) == 0:
-            return Scan(self, queries, None)
-        return Scan(self, queries, sketch.approximate_many(queries))
 
     def _checked_query(self, vector: Sequence[float]) -> tuple[np.ndarray, float]:
         """The query as float32 of the table's dimension, rescaled into the norms float32 handles, and its norm."""
@@ -232,14 +220,6 @@ class Int8Sketch:
         approximate *= self.row_scale
         return within(approximate, self.bound, k)
 
-    def approximate_many(self, unit_queries: np.ndarray) -> np.ndarray:
-        """The approximate cosines (rows x queries) of a few unit queries, from one read of the codes; each
-        within `bound` of the exact one, as `candidates` computes it."""
-        out = np.empty((len(self.codes), len(unit_queries)), dtype=np.float32)
-        kernels.int8_scores_many(self.codes, np.ascontiguousarray(unit_queries, dtype=np.float32), out)
-        out *= self.row_scale[:, None]
-        return out
-
 
 def within(approximate: np.ndarray, bound: np.ndarray, k: int) -> np.ndarray:
     """Row indices, ascending, of the rows that can be among the k best when each exact score lies within
@@ -249,50 +229,6 @@ def within(approximate: np.ndarray, bound: np.ndarray, k: int) -> np.ndarray:
         return np.arange(n)
     floor = np.partition(approximate - bound, n - k)[n - k]
     return np.flatnonzero(approximate + bound >= floor)
-
-
-class Scan:
-    """A few unit queries scanned over one index's int8 codes at once, to search their combinations: a
-    conversation query reads its whole text and its latest turn, asks each one's best passage, then
-    searches a weighted sum of the two (`engine.Sarag.embed`). One read of the codes serves all three.
-
-    A combination v = a_1 q_1 + ... + a_m q_m of unit queries has the approximate cosine sum_j a_j x approx_j
-    (computed in float64), within ``sum_j |a_j| x bound`` of its exact cosine: the codes' residual term is
-    at most the row's for any unit v (Cauchy-Schwarz; ``sum |a_j| >= |v| = 1``), and each approx_j's
-    float32 rounding is within the bound's slack, scaled by |a_j|. A vector searched that is not exactly
-    the combination (rounded to float32 apart, or not of norm 1) is searched by its direction q / |q|,
-    and ``apart = |q / |q| - combination|`` adds at most ``apart`` to the exact cosine (the row is a unit
-    vector) and ``apart x (1 + bound)`` to the approximate one (the codes' cosine is within the bound of
-    the row's); both are charged. The rows within that bound of the k-th are then scored exactly by
-    `DenseIndex`'s own loop: the same ids and scores as `DenseIndex.search`."""
-
-    def __init__(self, index: "DenseIndex", unit_queries: np.ndarray, approximate: np.ndarray | None):
-        self.index = index
-        self.queries = np.asarray(unit_queries, dtype=np.float64)
-        self.approximate = approximate  # None: no sketch; each search is the index's own
-
-    def search(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> list[tuple[str, float]]:
-        """`DenseIndex.search(vector, k)`, for a ``vector`` that is ``sum_j coefficients[j] x query_j``."""
-        rows = self.candidates(vector, coefficients, k)
-        if rows is None or k <= 0:
-            return self.index.search(vector, k)
-        q, q_norm = self.index._checked_query(vector)
-        return self.index._top(q, q_norm, k, rows)
-
-    def candidates(self, vector: Sequence[float], coefficients: Sequence[float], k: int) -> np.ndarray | None:
-        """The rows to score exactly for the k best of ``vector`` (see the class), or None when the scan
-        cannot tell (no sketch, no row or every row wanted, a zero vector)."""
-        if self.approximate is None or not 0 < k < len(self.index):
-            return None
-        q, q_norm = self.index._checked_query(vector)
-        if q_norm == 0:
-            return None
-        a = np.asarray(coefficients, dtype=np.float64)
-        # the exact score is the cosine with q / |q|: its distance from the combination, whatever |q| is
-        apart = float(np.linalg.norm(q.astype(np.float64) / q_norm - a @ self.queries))
-        approximate = self.approximate.astype(np.float64) @ a
-        bound = self.index.sketch.bound.astype(np.float64) * (np.abs(a).sum() + apart) + 2 * apart
-        return within(approximate, bound, k)
 
 
 class DenseIndexes:
@@ -337,10 +273,6 @@ class DenseIndexes:
             return {}
         index = self.get(table)
         return {d: index.unit_row(r) for d in dialogue_ids if (r := index.row_of.get(d)) is not None}
-
-    def scan(self, table: str, unit_queries: Sequence[np.ndarray]) -> "Scan | None":
-        """`DenseIndex.scan` of the table, or None for a table too big to hold (searched by LanceDB)."""
-        return self.get(table).scan(unit_queries) if self.holds(table) else None
 
     def search(self, table: str, vector: Sequence[float], k: int) -> list[tuple[str, float]]:
         if not self.holds(table):

@@ -20,11 +20,8 @@ first:
 - ``cluster_route``: T-RAG — the best cluster per feature view, then personalized PageRank (damping 0.85)
   over the candidates' similarity graph (`core.indices.cluster_route.ClusterIndex`);
 - ``table_match``: rows holding the values the conversation mentioned (`understanding.ValueLexicon`),
-  ranked by the summed ``turn weight x closeness x idf`` of the values they hold (closeness < 1 for a
-  release near the one named), less, for a value a helper offered and the asker did not take up, the
-  difference (`entity_shares`); with it on, the text channels read the query without them
-  (`understanding.offered_not_taken`). This is how "that one" in the latest turn still selects the
-  product named three turns ago.
+  ranked by the summed idf of the values they hold (`entity_shares`). This is how
+  "that one" in the latest turn still selects the product named three turns ago.
 
 Channels reading the same thing are one view, and each view is one vote, weighed as the home's own
 conversations measured it (`query.fusion`, `query.calibration`): without a measurement the two text views
@@ -35,8 +32,7 @@ completely the table holds the named values (rows holding each over the conversa
 conversations not naming the values (right), and above the share ``1 - trust`` of those naming them
 whose rows missed them (wrong): ``t - t(1 - t) = t²``. Ties are
 broken by dialogue id, so the same home and query always give the same ranking. The query vector is the
-embedding of the turns read together (`Query.embedding_text`), plus, for a conversation, the latest
-turn's own embedding weighted by how well it finds passages alone (`embed`), encoded by the runtime this
+embedding of the turns read together (`Query.embedding_text`, `embed`), encoded by the runtime this
 machine runs one short text on faster (`core.encoding.runtime_choice`; the `encoder_runtime` setting can
 name one).
 """
@@ -48,7 +44,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Collection
+from typing import Any
 
 import numpy as np
 
@@ -64,21 +60,15 @@ from sarag_assets.query.damage import reading_published_copy
 from sarag_assets.query.dense import DenseIndexes
 from sarag_assets.query.fusion import DEFAULT_WEIGHTS, ViewScores, combine, view_scores
 from sarag_assets.query.strength import WEAK_BELOW_SD
-from sarag_assets.query.table_match import RowShares, entity_shares, value_gain
+from sarag_assets.query.table_match import RowShares, entity_shares
 from sarag_assets.query.understanding import (
     Query,
     QueryError,
     ValueLexicon,
-    latest_turn_weight,
     normalize,
-    offered_not_taken,
     read_query,
-    read_together,
     readable_text,
-    resolve_contrast,
-    resolve_version_direction,
     unit_vector,
-    without_values,
 )
 from sarag_assets.settings import Home, Settings
 
@@ -138,7 +128,7 @@ class SearchHit:
     score: float
     rank: int
     channels: dict[str, dict[str, float]]  # channel -> {"rank", "score"}
-    matched_columns: list[dict[str, Any]]  # [{column, value, turn, weight, matched}]
+    matched_columns: list[dict[str, Any]]  # [{column, value, turn, matched}]
     row: dict[str, str]  # the conversation's non-null table cells
 
     def as_dict(self) -> dict[str, Any]:
@@ -277,53 +267,27 @@ class Sarag:
     def understand(self, query) -> Query:
         parsed = read_query(query)
         parsed.entities = self.lexicon.find(parsed)
-        parsed = resolve_contrast(parsed, lambda e: self.lexicon.rows(e.column, normalize(e.value)),
-                                  lambda dialogue_id: self.rows.get(dialogue_id, {}))
-        return resolve_version_direction(parsed, self.lexicon)
+        return parsed
 
     def embed(self, parsed: Query) -> np.ndarray:
-        """The query vector. A conversation is read twice, as a whole (what "it" and "there" are) and its
-        latest turn alone (what is asked now), and the latest reading joins with `latest_turn_weight`,
-        from each reading's best passage in this home (set on ``parsed.latest_weight``)."""
-        return self._read(parsed)[0]
+        """The query vector: the embedding of the turns read together (`Query.embedding_text`), without
+        its earliest lines where the model would cut its latest."""
+        text = readable_text(parsed.embedding_text(), getattr(self.embedder, "fits", None))
+        return unit_vector(self.embedder.encode([text])[0])
 
-    def _read(self, parsed: Query):
-        """`embed`, and the passages search of its vector when the two readings were scanned together
-        (one read of the passages' int8 codes for both best passages and the channel), else None."""
-        fits = getattr(self.embedder, "fits", None)
-        whole = readable_text(parsed.embedding_text(), fits)
-        latest = readable_text(parsed.latest.strip(), fits)
-        if not parsed.is_conversation or not latest or latest == whole:
-            return unit_vector(self.embedder.encode([whole])[0]), None
-        whole_v, latest_v = (unit_vector(v) for v in self.embedder.encode([whole, latest]))
-        scan = self.dense.scan(CONVERSATION_PASSAGES, [whole_v, latest_v])
-        if scan is None:  # too big to hold: LanceDB's search, one reading at a time
-            best = [hits[0][1] if (hits := self.dense.search(CONVERSATION_PASSAGES, v, 1)) else 0.0
-                    for v in (whole_v, latest_v)]
-        else:
-            best = [hits[0][1] if (hits := scan.search(v, unit, 1)) else 0.0
-                    for v, unit in ((whole_v, (1.0, 0.0)), (latest_v, (0.0, 1.0)))]
-        parsed.latest_weight = w = latest_turn_weight(*best)
-        vector = read_together(whole_v, latest_v, w)
-        if scan is None:
-            return vector, None
-        length = float(np.linalg.norm(whole_v.astype(np.float64) + w * latest_v.astype(np.float64)))
-        return vector, lambda k: scan.search(vector, (1.0 / length, w / length), k)
-
-    def _ranking(self, parsed: Query, reading: Query, passed_over, settings: SearchSettings, depth: int,
-                 read=None) -> tuple[Ranking, tuple]:
+    def _ranking(self, parsed: Query, settings: SearchSettings, depth: int,
+                 vector: np.ndarray | None = None) -> tuple[Ranking, np.ndarray]:
         """Each channel's ``depth`` best conversations, each view's scores (the table lifted by the match)
-        and the fused ones; and (query vector, passages scan) for a deeper ranking to reuse."""
+        and the fused ones; and the query vector, for a deeper ranking to reuse."""
         on = settings.channels
         jobs = {}
         # BM25 needs no vector: it runs on the other core while the query is embedded
         for name, table in (("conversation_text", CONVERSATION_TEXTS), ("full_text", TABLE_ROWS)):
             if name in on:
-                jobs[name] = self._pool.submit(self._text, table, reading.full_text(), depth)
-        vector, passages = read or self._read(reading)
-        parsed.latest_weight = reading.latest_weight
+                jobs[name] = self._pool.submit(self._text, table, parsed.full_text(), depth)
+        vector = self.embed(parsed) if vector is None else vector
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
-            jobs["cluster_route"] = self._pool.submit(self._route, reading, vector, depth)
+            jobs["cluster_route"] = self._pool.submit(self._route, parsed, vector, depth)
         dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
                                                      ("conversation", CONVERSATION_TEXTS), ("table_row", TABLE_ROWS),
                                                      ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS))
@@ -334,7 +298,7 @@ class Sarag:
         lists = {}
         for name, table in dense:  # in memory: ~2 ms each at 100k rows, here rather than wait for the GIL
             if name not in jobs:
-                lists[name] = self._dense(table, vector, depth, passages if name == "passages" else None)
+                lists[name] = self._dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {
             name: lists[name] for name in ("passages", "conversation", "conversation_text", "table_row", "full_text",
@@ -345,7 +309,7 @@ class Sarag:
                                         "issue" in lists, "solution" in lists)
         views = view_scores(ranked)
         if "table_match" in on and parsed.entities:
-            shares = self._entity_shares(parsed, passed_over)
+            shares = self._entity_shares(parsed)
             scores, floor = views.get("table", ({}, 0.0))
             ranked["table_match"] = shares.top(depth, scores, self._row_position)
             if scores:
@@ -354,39 +318,31 @@ class Sarag:
             elif ranked["table_match"]:  # the table match alone: its own order
                 views["table"] = ({d: -float(i) for i, (d, _) in enumerate(ranked["table_match"])}, -float(depth))
         fused = combine(views, self.weights)
-        return Ranking(ranked, lists, views, fused), (vector, passages)
+        return Ranking(ranked, lists, views, fused), vector
 
     def search(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> list[SearchHit]:
         return self.retrieve(query, k, settings=settings).hits
-
-    def _readings(self, query, settings: SearchSettings) -> tuple[Query, Query, set[str]]:
-        """The query read, the reading the text channels search (without the values set aside) and those."""
-        parsed = self.understand(query)
-        # what the table match knows, the text channels use too: values set aside are not what is asked about
-        passed_over = offered_not_taken(parsed) if "table_match" in settings.channels else set()
-        return parsed, without_values(parsed, passed_over), passed_over
 
     def views(self, query, settings: SearchSettings | None = None) -> ViewScores:
         """Each view's scores for the query at the settings' depth, before they are weighed (what
         `query.calibration` measures)."""
         settings = settings or self.settings
-        parsed, reading, passed_over = self._readings(query, settings)
-        return self._ranking(parsed, reading, passed_over, settings, settings.depth)[0].views
+        return self._ranking(self.understand(query), settings, settings.depth)[0].views
 
     def retrieve(self, query, k: int = 10, *, settings: SearchSettings | None = None) -> SearchResult:
         if not isinstance(k, int) or k < 1:
             raise QueryError(f"k must be a positive integer, got {k!r}")
         settings = settings or self.settings
-        parsed, reading, passed_over = self._readings(query, settings)
+        parsed = self.understand(query)
         # The ranking is made at the settings' depth whatever k is: a channel's z-scores depend on how long
         # its list is, so deeper lists for a larger k would reorder the top. A k beyond what that depth
         # found is filled from deeper lists, after it, so a longer list always starts with the shorter one.
-        ranking, read = self._ranking(parsed, reading, passed_over, settings, settings.depth)
+        ranking, vector = self._ranking(parsed, settings, settings.depth)
         fused = ranking.fused
         order = sorted(fused, key=lambda d: (-fused[d], d))[:k]
         scores = dict(fused)
         if len(order) < k:
-            deeper, _ = self._ranking(parsed, reading, passed_over, settings, max(5 * k, 2 * settings.depth), read)
+            deeper, _ = self._ranking(parsed, settings, max(5 * k, 2 * settings.depth), vector)
             seen, last = set(order), fused[order[-1]] if order else math.inf
             for d in sorted(deeper.fused, key=lambda d: (-deeper.fused[d], d)):
                 if len(order) == k:
@@ -408,7 +364,7 @@ class Sarag:
             row = self.rows.get(dialogue_id, {})
             matched = [e.as_dict() for e in parsed.entities if row.get(e.column) == e.value]
             hits.append(SearchHit(dialogue_id, float(scores[dialogue_id]), rank, found, matched, dict(row)))
-        return SearchResult(parsed, hits, read[0], self.publication.id)
+        return SearchResult(parsed, hits, vector, self.publication.id)
 
     # ---- answers ------------------------------------------------------------------------------------
 
@@ -572,16 +528,15 @@ class Sarag:
 
     # ---- channels -----------------------------------------------------------------------------------
 
-    def _dense(self, table: str, vector: np.ndarray, depth: int, scanned=None) -> list[tuple[str, float]]:
-        """The table's ``depth`` best conversations for the vector; ``scanned(k)``, when given, is the same
-        search from a scan already made (`_read`)."""
+    def _dense(self, table: str, vector: np.ndarray, depth: int) -> list[tuple[str, float]]:
+        """The table's ``depth`` best conversations for the vector."""
         if table != CONVERSATION_PASSAGES:
             return self.dense.search(table, vector, depth)
         # several passages per conversation: read deeper until `depth` conversations (or every passage)
         # are in, each by its best passage
         want = PASSAGES_PER_CONVERSATION * depth
         while True:
-            hits = scanned(want) if scanned else self.dense.search(table, vector, want)
+            hits = self.dense.search(table, vector, want)
             best: dict[str, float] = {}
             for dialogue_id, score in hits:
                 best.setdefault(dialogue_id, score)
@@ -596,7 +551,7 @@ class Sarag:
     def _table_trust(self, parsed: Query) -> float:
         """How far the table stands for the values the query names: each value's rows holding it over the
         conversations mentioning it (`ValueLexicon.trust`, from the value_mentions asset), averaged with
-        the weights the values have in the match. Its square scales the table_match channel and the
+        the values' idf, their weights in the match. Its square scales the table_match channel and the
         boost, so a table that caught a common word, or missed most conversations naming a product,
         cannot promote the few rows that hold it."""
         total = trusted = 0.0
@@ -605,7 +560,7 @@ class Sarag:
             held = len(self.lexicon.rows(e.column, key))
             if not held:
                 continue
-            gain = value_gain(e, held, self.lexicon.idf)
+            gain = self.lexicon.idf(held)
             total += gain
             trusted += gain * self.lexicon.trust(e.column, key, self._mentions)
         return trusted / total if total > 0 else 1.0
@@ -630,9 +585,9 @@ class Sarag:
             self._positions[key] = found
         return found
 
-    def _entity_shares(self, parsed: Query, passed_over: Collection[str]) -> "RowShares":
+    def _entity_shares(self, parsed: Query) -> "RowShares":
         return entity_shares(parsed.entities, lambda e: self._value_positions(e.column, normalize(e.value)),
-                             self.lexicon.idf, self.row_ids, passed_over)
+                             self.lexicon.idf, self.row_ids)
 
 
 def published_state(home: Home):

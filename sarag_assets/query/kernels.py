@@ -43,16 +43,6 @@ def _compile():
             out[i] = total
 
     @numba.njit(**options)
-    def int8_scores_many(codes, queries, out):  # pragma: no cover (compiled)
-        rows, dimension = codes.shape
-        for i in range(rows):  # each row read once for every query
-            for q in range(queries.shape[0]):
-                total = np.float32(0.0)
-                for j in range(dimension):
-                    total += np.float32(codes[i, j]) * queries[q, j]
-                out[i, q] = total
-
-    @numba.njit(**options)
     def row_scores(vectors, rows, query, out):  # pragma: no cover (compiled)
         dimension = vectors.shape[1]
         for r in range(rows.shape[0]):
@@ -62,7 +52,7 @@ def _compile():
                 total += vectors[i, j] * query[j]
             out[r] = total
 
-    return int8_scores, row_scores, int8_scores_many
+    return int8_scores, row_scores
 
 
 def available() -> bool:
@@ -78,8 +68,6 @@ def available() -> bool:
                 query, out = np.zeros(4, dtype=np.float32), np.empty(2, dtype=np.float32)
                 kernels[0](np.zeros((2, 4), dtype=np.int8), query, out)
                 kernels[1](np.zeros((2, 4), dtype=np.float32), np.arange(2), query, out)
-                kernels[2](np.zeros((2, 4), dtype=np.int8), np.zeros((2, 4), dtype=np.float32),
-                           np.empty((2, 2), dtype=np.float32))
                 _KERNELS = kernels
             except ImportError as error:
                 unavailable = f"numba is not installed ({error})"
@@ -91,11 +79,6 @@ def available() -> bool:
 def int8_scores(codes, query, out) -> None:
     """out[i] = codes[i] . query, in float32 (codes: int8 rows x d, C order; query: float32 d)."""
     _KERNELS[0](codes, query, out)
-
-
-def int8_scores_many(codes, queries, out) -> None:
-    """out[i, q] = codes[i] . queries[q], in float32 (queries: float32 m x d, C order; out: rows x m)."""
-    _KERNELS[2](codes, queries, out)
 
 
 def row_scores(vectors, rows, query, out) -> None:

@@ -7,58 +7,31 @@ table view of the ranking (`query.fusion`) a row is lifted by ``trust² x share`
 
 from __future__ import annotations
 
-from typing import Collection, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
 
-def value_gain(entity, held: int, idf) -> float:
-    """What a named value weighs in the table match: its turn's weight x its closeness x idf(rows holding it)."""
-    return entity.weight * entity.closeness * idf(held)
-
-
-def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str],
-                  set_aside: Collection[str] = ()) -> "RowShares":
-    """Per row, the share of the query's mentioned values it holds. A value counts with its turn's weight
-    x idf, times its closeness (1 for the value named, less for a nearby version); a value found in
-    several columns (a version the table keeps twice) counts once, by its best reading. A value in
-    ``set_aside`` (offered by a helper, not taken up by the asker, `understanding.offered_not_taken`) counts
-    against the rows holding it, by how much less it weighs than the weightiest value of its column: a
-    cell holds one value, so such a row is about what the asker passed over. Like a gain, that cost counts
-    once per row, its largest over the columns holding the value (a value the table keeps in two columns
-    costs once). In arrays: at 100,000 rows a mentioned value can be held by thousands of them.
-    ``positions_of(entity)``: the sorted table positions (in ``row_ids``) of the rows holding it;
-    ``idf(rows holding it)``."""
+def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
+    """Per row, the share of the query's mentioned values it holds. A value counts with its idf; a value
+    found in several columns (a version the table keeps twice) counts once, by its best reading. In
+    arrays: at 100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``:
+    the sorted table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
     groups: dict[str, list] = {}
     for entity in entities:
         groups.setdefault(entity.surface, []).append(entity)
     total = 0.0
     positions, gains = [], []
-    top_weight: dict[str, float] = {}  # per column, the weightiest value's turn weight x closeness
-    aside = []  # (surface, column, its weight, rows holding it, idf of those rows) of the values set aside
-    for surface, group in groups.items():
-        held = [(positions_of(e), e) for e in group]
-        held = [(rows, g, e) for rows, e in held if len(rows) and (g := value_gain(e, len(rows), idf)) > 0]
+    for group in groups.values():
+        held = [(rows, idf(len(rows))) for rows in map(positions_of, group) if len(rows)]
         if not held:
             continue
-        for rows, _, e in held:
-            top_weight[e.column] = max(top_weight.get(e.column, 0.0), e.weight * e.closeness)
-            if surface in set_aside:
-                aside.append((surface, e.column, e.weight * e.closeness, rows, idf(len(rows))))
-        rows, gain = _best_per_row([(r, g) for r, g, _ in held])
+        rows, gain = _best_per_row(held)
         positions.append(rows)
         gains.append(gain)
         total += float(gain.max())
     if total <= 0:
         return RowShares(row_ids, np.zeros(0, np.int64), np.zeros(0))
-    costs: dict[str, list] = {}
-    for surface, column, weight, rows, rarity in aside:
-        if top_weight[column] > weight:
-            costs.setdefault(surface, []).append((rows, (top_weight[column] - weight) * rarity))
-    for readings in costs.values():  # like its gain, a value's cost counts once per row: its largest
-        rows, cost = _best_per_row(readings)
-        positions.append(rows)
-        gains.append(-cost)
     rows = np.concatenate(positions)
     gain = np.concatenate(gains)
     order = np.argsort(rows, kind="stable")
@@ -78,8 +51,7 @@ def _best_per_row(readings: Sequence[tuple[np.ndarray, float]]) -> tuple[np.ndar
 
 
 class RowShares:
-    """The rows holding mentioned values (table positions, ascending) and each one's share (below 0 for a
-    row holding only a value the query set aside)."""
+    """The rows holding mentioned values (table positions, ascending) and each one's share."""
 
     def __init__(self, row_ids: Sequence[str], positions: np.ndarray, shares: np.ndarray):
         self.row_ids = row_ids

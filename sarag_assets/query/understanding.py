@@ -1,55 +1,36 @@
 """Reading a query: a string or a whole conversation, with entities carried from earlier turns. No Dagster.
 
 A conversation query is read as a whole (cTBLS): the latest turn is what is asked now, earlier turns say
-what "it" / "that one" is. Three things come out of it:
+what "it" / "that one" is. Two things come out of it:
 
 - the text that is embedded: the turns in order, read together (`Query.embedding_text`), so the model
-  reads "can I get them back?" in the light of the turns before it; and the text full-text search sees.
-  The latest turn is also embedded alone and joins that vector as far as it finds passages on its own
-  (`latest_turn_weight`): "is there somewhere to park there?" after five turns about booking a room;
-- turn weights: the latest turn weighs most, earlier user turns less the further back they are, helper
-  turns least (a helper's guess in the query is not the asker's fact);
+  reads "can I get them back?" in the light of the turns before it; and the text full-text search sees;
 - entities: values of the governed table's columns (product, model, version, error code, plan, ...)
   mentioned anywhere in the conversation, found by looking the query's word n-grams up in a lexicon built
   from the table itself (`ValueLexicon`). Nothing here knows a domain: whatever short values the table
-  holds are what can be recognized. Each entity keeps the turn it came from and that turn's weight, so a
-  value named earlier still counts in the latest turn ("what fixed it for that model?"). A release
-  number also finds stored releases sharing its leading numbers, with a closeness below 1.
-
-Two references are then resolved against earlier turns: "the other one" (`resolve_contrast`) and "the
-older/newer release" (`resolve_version_direction`).
+  holds are what can be recognized. A value named in any turn counts, so a value named earlier still
+  counts in the latest turn ("what fixed it for that model?").
 """
 
 from __future__ import annotations
 
-import re
-import unicodedata
-from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from sarag_assets.core.indices.table_values import (
     TableValues,
     tokens,
-    version_parts,
 )
 from sarag_assets.core.ingest.markup import plain_text
-from sarag_assets.core.writing import CJK_RANGES, is_cjk
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
 
-LATEST_WEIGHT = 1.0
-EARLIER_USER_WEIGHT = 0.8  # the user turn just before the latest; further back decays by DECAY per turn
-EARLIER_AGENT_WEIGHT = 0.2
-DECAY = 0.85
 # About what the embedding model reads (256 word pieces of English); the model cuts the rest, so a longer
 # conversation loses its earliest turns here rather than its latest there.
 EMBEDDED_CHARS = 1200
-
-USER_LABELS = {"user", "customer", "client", "asker", "me", "human", "caller", "requester"}
 
 
 class QueryError(ValueError):
@@ -60,36 +41,25 @@ class QueryError(ValueError):
 class QueryTurn:
     speaker: str
     text: str
-    is_user: bool
-    weight: float
 
 
 @dataclass(frozen=True)
 class Entity:
     column: str
     value: str  # as stored in the table
-    turn: int  # index of the query turn it was found in
-    weight: float  # the turn's weight
+    turn: int  # index of the latest query turn it was found in
     df: int  # rows holding it
     surface: str  # the query's words that matched
-    closeness: float = 1.0  # 1 for the value named; below 1 for a version near the one named
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"column": self.column, "value": self.value, "turn": self.turn, "weight": round(self.weight, 3),
-               "matched": self.surface}
-        if self.closeness < 1.0:
-            out["closeness"] = round(self.closeness, 3)
-        return out
+        return {"column": self.column, "value": self.value, "turn": self.turn, "matched": self.surface}
 
 
 @dataclass
 class Query:
     turns: list[QueryTurn]
     entities: list[Entity] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # how references were resolved, for the reader
-    # how much the latest turn, read on its own, adds to the query vector (`latest_turn_weight`); set when
-    # the query is embedded, None until then and for a single turn
-    latest_weight: float | None = None
+    notes: list[str] = field(default_factory=list)  # on how the query was read, for the reader (none yet)
 
     @property
     def latest(self) -> str:
@@ -122,67 +92,10 @@ class Query:
         return "\n".join(reversed(kept))
 
 
-def without_values(query: Query, surfaces: Collection[str]) -> Query:
-    """The query with the named values' words (``surfaces``, as `Entity.surface`: tokens joined by spaces)
-    left out of its turns, for the text channels to read; entities and notes kept. A value is left out only
-    where its tokens stand whole ("4.7" is not cut out of "4.7.6"). The query itself when that would leave
-    no text."""
-    if not surfaces:
-        return query
-    pattern = re.compile("|".join(_surface_pattern(surface.split())
-                                  for surface in sorted(surfaces, key=len, reverse=True) if surface.split()), re.I)
-    turns = [replace(t, text=re.sub(r"[ \t]{2,}", " ", pattern.sub(" ", unicodedata.normalize("NFKC", t.text))).strip())
-             for t in query.turns]
-    if not any(t.text for t in turns):
-        return query
-    return replace(query, turns=turns)
-
-
-def _surface_pattern(toks: list[str]) -> str:
-    """A regular expression for the tokens standing whole in a text: separated by non-word characters,
-    or by nothing beside a Han or kana character (written without spaces), with no word going on at
-    either end (a character of those scripts is a word of its own)."""
-    body = re.escape(toks[0])
-    for before, tok in zip(toks, toks[1:]):
-        body += (r"\W*" if is_cjk(before) or is_cjk(tok) else r"\W+") + re.escape(tok)
-    word = f"[^\\W{CJK_RANGES}]"  # a word character of a script written with spaces
-    start = "" if is_cjk(toks[0]) else f"(?<!{word}|[.-])"
-    end = "" if is_cjk(toks[-1]) else f"(?!{word}|-)(?!\\.\\w)"
-    return start + body + end
-
-
-def offered_not_taken(query: Query) -> set[str]:
-    """The values (surfaces) of the query's entities that only a helper named, in a column where the asker
-    named another: the places listed before the asker chose one. A value the asker said is never among
-    them (the release they are on, beside the one they ask about)."""
-    said = [f" {' '.join(tokens(t.text))} " for t in query.turns if t.is_user]
-    by_asker = {e.surface for e in query.entities if any(f" {e.surface} " in text for text in said)}
-    chosen_in = {e.column for e in query.entities if e.surface in by_asker}
-    return {e.surface for e in query.entities if e.column in chosen_in and e.surface not in by_asker}
-
-
-def latest_turn_weight(best_whole: float, best_latest: float) -> float:
-    """How much the latest turn, read on its own, adds to the vector of the whole conversation: the cosine
-    of its best passage in the corpus over the whole conversation's best, at most 1. A turn that asks a
-    new thing ("is there somewhere to park there?") finds passages about it nearly as well as the whole
-    conversation finds its own, and weighs nearly as much: its topic is not drowned by the turns that only
-    said which place or product "there" is. A turn that only points back ("what fixed it?") finds little
-    on its own and adds little. No constant: the ratio is the corpus's own answer."""
-    if not (best_whole > 0) or not (best_latest > 0):
-        return 0.0
-    return min(1.0, best_latest / best_whole)
-
-
 def unit_vector(v) -> np.ndarray:
     v = np.asarray(v, dtype=np.float32)
     norm = float(np.linalg.norm(v))
     return v / norm if norm > 0 else v
-
-
-def read_together(whole: np.ndarray, latest: np.ndarray, weight: float) -> np.ndarray:
-    """The query vector: the whole conversation's unit vector plus ``weight`` times the latest turn's, as a
-    unit vector. A cosine with it ranks as the sum of the two readings' cosines, the latest's weighted."""
-    return unit_vector(unit_vector(whole) + weight * unit_vector(latest))
 
 
 def readable_text(text: str, fits) -> str:
@@ -233,202 +146,7 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
         parsed.append((str(speaker or "user"), plain_text(text[:MAX_QUERY_CHARS])))
     if not any(text.strip() for _, text in parsed):
         raise QueryError("the query is empty")
-    return Query(_weigh(parsed))
-
-
-def _weigh(parsed: list[tuple[str, str]]) -> list[QueryTurn]:
-    labels = [s.strip().lower() for s, _ in parsed]
-    # A conversation whose speakers are names: the one who speaks last asks (they are asking us now).
-    if not any(label in USER_LABELS for label in labels):
-        asker = labels[-1]
-        users = [label == asker for label in labels]
-    else:
-        users = [label in USER_LABELS for label in labels]
-    last = len(parsed) - 1
-    out = []
-    for i, ((speaker, text), is_user) in enumerate(zip(parsed, users)):
-        if i == last:
-            weight = LATEST_WEIGHT
-        else:
-            base = EARLIER_USER_WEIGHT if is_user else EARLIER_AGENT_WEIGHT
-            weight = base * DECAY ** (last - 1 - i)
-        out.append(QueryTurn(speaker, text, is_user, weight))
-    return out
-
-
-# "the other one", "another device": the question moves from the thing the problem was described on to
-# the other thing named earlier. English only, like every cue here; other languages keep the plain reading.
-_CONTRAST = re.compile(r"\b(?:the\s+other|another|the\s+second\s+one)\b", re.IGNORECASE)
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-
-
-def resolve_contrast(query: Query, rows_of: Callable[[Entity], frozenset[str]] | None = None,
-                     cells_of: Callable[[str], Mapping[str, str]] | None = None) -> Query:
-    """Read "the other one" in the latest turn against the names of earlier turns.
-
-    Applies when the latest turn names nothing itself, points away with a contrast cue, and earlier turns
-    name two or more things (entities with a letter in them) of which one — the *focus* — is named more
-    often than any other (the problem was described on it). Names that the table says are the same thing
-    (most rows holding one also hold the other: a product and its model code) count as one. Then the
-    focus and the values stated in the sentence where it was last named (its version, its code) stop
-    counting, the other names count with the latest turn's weight, and the earlier turns' text reads the
-    other name where the focus was, so the embedded and full-text query describe the same problem on the
-    other thing.
-
-    "Another thing of the same kind": a name held in a column the focus is held in, or a name that stands
-    for one value of such a column (``cells_of``, a row's cells: most rows holding it that fill that column
-    hold one and the same value there, as a model code does its product; a plan, shared by many products,
-    does not).
-    """
-    last = len(query.turns) - 1
-    if last < 1 or not _CONTRAST.search(query.turns[last].text):
-        return query
-    if any(e.turn == last for e in query.entities):
-        return query
-    history = [e for e in query.entities if e.turn < last]
-    surfaces = sorted({e.surface for e in history if any(ch.isalpha() for ch in e.surface)})
-    if len(surfaces) < 2:
-        return query
-    text = " \n ".join(normalize(t.text) for t in query.turns[:last] if t.is_user)
-    counts = {n: len(re.findall(rf"(?<!\S){re.escape(n)}(?!\S)", text)) for n in surfaces}
-    groups = _same_things(surfaces, history, rows_of)
-    group_counts = [sum(counts[n] for n in g) for g in groups]
-    if len(groups) < 2 or group_counts.count(max(group_counts)) != 1:
-        return query
-    focus_group = groups[group_counts.index(max(group_counts))]
-    # "The other one" is another thing of the same kind: a product for a product, not the plan it runs on.
-    kinds = {n: {e.column for e in history if e.surface == n} for n in surfaces}
-    focus_kinds = set().union(*(kinds[n] for n in focus_group))
-    for n in surfaces:
-        if n not in focus_group and not kinds[n] & focus_kinds:
-            kinds[n] |= _kinds_it_stands_for(n, history, focus_kinds, rows_of, cells_of)
-    others = [n for g in groups if g is not focus_group and any(kinds[m] & focus_kinds for m in g) for n in g]
-    if not others:
-        return query
-    focus_names = set(focus_group)
-    focus = max(focus_group, key=lambda n: (counts[n], len(n)))
-    focus_sentence: set[str] = set()
-    for turn in query.turns[:last]:
-        for sentence in _SENTENCE.split(turn.text):
-            normalized = f" {normalize(sentence)} "
-            if any(f" {f} " in normalized for f in focus_names) and not any(f" {o} " in normalized for o in others):
-                focus_sentence = {e.surface for e in history if f" {e.surface} " in normalized}
-    dropped = focus_sentence | focus_names
-    weight = query.turns[last].weight
-    query.entities = [replace(e, weight=weight) if e.surface in others else e
-                      for e in query.entities if e.surface not in dropped]
-    stored_other = next(e.value for e in history if e.surface == others[0])
-    pattern = re.compile("|".join(
-        r"(?<![^\W_])" + r"\W+".join(re.escape(t) for t in name.split()) + r"(?![^\W_])"
-        for name in sorted(focus_names, key=len, reverse=True)), re.IGNORECASE)
-    query.turns = [replace(t, text=pattern.sub(stored_other, t.text)) if i < last else t
-                   for i, t in enumerate(query.turns)]
-    query.notes.append(f"'{query.turns[last].text.strip()[:60]}' read as about {', '.join(others)} "
-                       f"(not {focus})")
-    return query
-
-
-# "the older version", "after upgrading": the question moves from the release named earlier to releases
-# before or after it. English only, like the contrast cue.
-_RELEASE = r"(?:\w+\s+)?(?:one|ones|versions?|releases?|builds?|firmware)\b"
-_OLDER = re.compile(r"\b(?:older|previous|prior)\s+" + _RELEASE, re.IGNORECASE)
-_NEWER = re.compile(r"\b(?:newer|later)\s+" + _RELEASE + r"|\bafter\s+(?:the\s+)?upgrad\w*|\bupgraded\b",
-                    re.IGNORECASE)
-
-
-def resolve_version_direction(query: Query, lexicon: "ValueLexicon") -> Query:
-    """Read "did anyone fix that on the older version?" against the release named earlier.
-
-    Applies when the latest turn points one way (older or newer), names no version itself, and earlier
-    turns named one. Then the named release and the releases near it stop counting; every stored release
-    on the asked side (in the columns the named one was found in) counts instead, with the named one's
-    weight; and the earlier turns' text loses the named release, so the embedded and full-text query
-    describe the problem without pinning it to that release.
-    """
-    last = len(query.turns) - 1
-    text = query.turns[last].text if last >= 1 else ""
-    older, newer = bool(_OLDER.search(text)), bool(_NEWER.search(text))
-    if older == newer:
-        return query
-    versions = [e for e in query.entities if version_parts(normalize(e.value))]
-    if any(e.turn == last for e in versions):
-        return query
-    named = [e for e in versions if e.closeness == 1.0]
-    if not named:
-        return query
-    pivots = {version_parts(normalize(e.value)) for e in named}
-    columns = {e.column for e in named}
-    weight = max(e.weight for e in named)  # the asked releases stand in for the named one
-    asked = [replace(e, weight=weight, surface="version " + ("before " if older else "after ")
-                     + "/".join(".".join(p) for p in sorted(pivots)))
-             for e in lexicon.versions_beyond(pivots, older=older, columns=columns, turn=last)]
-    query.entities = [e for e in query.entities if e not in versions] + asked
-    pattern = re.compile("|".join(r"(?<![\w.])v?" + re.escape(".".join(p)) + r"(?![\w.]*\d)" for p in sorted(pivots)))
-    query.turns = [replace(t, text=pattern.sub("", t.text)) if i < last else t for i, t in enumerate(query.turns)]
-    query.notes.append(f"'{text.strip()[:60]}' read as about releases {'before' if older else 'after'} "
-                       f"{', '.join('.'.join(p) for p in sorted(pivots))}")
-    return query
-
-
-def _kinds_it_stands_for(surface: str, entities: list[Entity], columns: set[str],
-                         rows_of: Callable[[Entity], frozenset[str]] | None,
-                         cells_of: Callable[[str], Mapping[str, str]] | None) -> set[str]:
-    """The columns among ``columns`` of which the name stands for one value: of the rows holding it that
-    fill the column, most (and at least two) hold the same value there."""
-    if rows_of is None or cells_of is None:
-        return set()
-    rows: set[str] = set()
-    for e in entities:
-        if e.surface == surface:
-            rows |= rows_of(e)
-    out = set()
-    for column in columns:
-        values = Counter(normalize(v) for r in rows if (v := cells_of(r).get(column)))
-        if values:
-            top = values.most_common(1)[0][1]
-            if top >= 2 and 2 * top >= sum(values.values()):
-                out.add(column)
-    return out
-
-
-def _same_things(surfaces: list[str], entities: list[Entity],
-                 rows_of: Callable[[Entity], frozenset[str]] | None) -> list[list[str]]:
-    """Group names that denote the same thing: at least half the rows holding the rarer one hold the other,
-    or they share a model code (HC-31 and Homelink HC31, LS-DSL500 and Linkstar DSL500)."""
-    rows = {}
-    for n in surfaces:
-        held: set[str] = set()
-        for e in entities:
-            if e.surface == n and rows_of is not None:
-                held |= rows_of(e)
-        rows[n] = held
-    codes = {n: model_codes(n) for n in surfaces}
-    groups: list[list[str]] = []
-    for n in surfaces:
-        for group in groups:
-            if any((rows[n] and rows[m] and len(rows[n] & rows[m]) >= 0.5 * min(len(rows[n]), len(rows[m])))
-                   or codes[n] & codes[m] for m in group):
-                group.append(n)
-                break
-        else:
-            groups.append([n])
-    return groups
-
-
-def model_codes(name: str) -> set[str]:
-    """The code-like pieces of a name (letters and digits together, 3+ characters), hyphens and dots
-    dropped: "Linkstar DSL500" -> {dsl500, linkstardsl500}; "LS-DSL500" -> {lsdsl500, dsl500}."""
-    def code(piece: str) -> bool:
-        return len(piece) >= 3 and any(c.isdigit() for c in piece) and any(c.isalpha() for c in piece)
-
-    out: set[str] = set()
-    toks = tokens(name)
-    for tok in toks:
-        out.update(p for p in [re.sub(r"[\W_]", "", tok), *re.split(r"[\W_]+", tok)] if code(p))
-    whole = "".join(re.sub(r"[\W_]", "", t) for t in toks)
-    if code(whole):
-        out.add(whole)
-    return out
+    return Query([QueryTurn(speaker, text) for speaker, text in parsed])
 
 
 class ValueLexicon(TableValues):
@@ -437,52 +155,11 @@ class ValueLexicon(TableValues):
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not
         matched again), written as stored or with other spacing ("HC31" for "HC-31", `TableValues.matches`);
-        one entity per (column, value), from the turn that weighs most."""
-        best: dict[tuple[str, str], Entity] = {}
+        one entity per (column, value), from the latest turn naming it."""
+        found: dict[tuple[str, str], Entity] = {}
         for index, turn in enumerate(query.turns):
             toks = tokens(turn.text)
             for _, _, gram, keys in self.matches(toks, longest=True):
                 for key in keys:
-                    entity = Entity(key[0], self._stored[key], index, turn.weight, len(self._rows[key]), gram)
-                    _keep_best(best, key, entity)
-            for token in toks:
-                for entity_key, entity in self._near_versions(token, index, turn.weight):
-                    _keep_best(best, entity_key, entity)
-        return sorted(best.values(), key=lambda e: (-e.weight * e.closeness, e.column, e.value))
-
-    def versions_beyond(self, pivots: set[tuple[str, ...]], *, older: bool, columns: set[str], turn: int):
-        """Stored versions in `columns` below every pivot (older) or above every pivot (newer)."""
-        def number(parts):
-            return tuple(int(p) for p in parts)
-
-        out = []
-        for bucket in self._versions.values():
-            for parts, key in bucket:
-                if key[0] not in columns:
-                    continue
-                if all((number(parts) < number(p)) if older else (number(parts) > number(p)) for p in pivots):
-                    out.append(Entity(key[0], self._stored[key], turn, 1.0, len(self._rows[key]), key[1]))
-        return out
-
-    def _near_versions(self, token: str, turn: int, weight: float):
-        """Stored versions sharing leading components with a version the query names, closeness = shared
-        leading components / components of the longer one (4.7.6 -> 4.7.2: 2/3; -> 4.1.0: 1/3). Releases close
-        to each other tend to share their bugs and fixes, and a query's exact release is often not in the
-        table at all."""
-        named = version_parts(token)
-        if not named:
-            return
-        for parts, key in self._versions.get(named[0], ()):
-            shared = 0
-            for a, b in zip(parts, named):
-                if a != b:
-                    break
-                shared += 1
-            closeness = shared / max(len(named), len(parts))
-            yield key, Entity(key[0], self._stored[key], turn, weight, len(self._rows[key]), token, closeness)
-
-
-def _keep_best(best: dict, key: tuple[str, str], entity: Entity) -> None:
-    current = best.get(key)
-    if current is None or entity.weight * entity.closeness > current.weight * current.closeness:
-        best[key] = entity
+                    found[key] = Entity(key[0], self._stored[key], index, len(self._rows[key]), gram)
+        return sorted(found.values(), key=lambda e: (e.column, e.value))

@@ -9,7 +9,6 @@ import polars as pl
 import pytest
 
 from sarag_assets.core.indices.store import (
-    CONVERSATION_PASSAGES,
     GRAPH_NODES,
     ISSUE_DOCUMENTS,
     SOLUTION_DOCUMENTS,
@@ -171,40 +170,6 @@ def test_a_sketched_search_gives_the_full_scans_ids_and_scores(sentence_like):
     assert [d for d, _ in tied] == ids[200:205]  # twenty exact copies: the smallest ids win
 
 
-@pytest.mark.skipif(not kernels.available(), reason=f"numba: {kernels.unavailable}")
-def test_a_scan_of_two_readings_searches_their_sums_as_a_full_search_does(sentence_like):
-    """What a conversation query does: both readings' best rows and then a weighted sum of them, from one
-    read of the codes; the same ids and scores as searching each vector on its own."""
-    from sarag_assets.query.understanding import read_together, unit_vector
-
-    ids, x = sentence_like
-    sketched, full = DenseIndex(ids, x), DenseIndex(ids, x, sketch=False)
-    qs = [unit_vector(q) for q in sentence_queries(x)]
-    first = sketched.scan([qs[0], qs[1]])  # the first search of a process: no sketch, each search a full one
-    assert first.approximate is None and first.search(qs[0], (1.0, 0.0), 5) == full.search(qs[0], 5)
-    narrowed = 0
-    for whole, latest in zip(qs[:20], qs[20:40] + [qs[40], qs[41], qs[42]]):
-        scan = sketched.scan([whole, latest])
-        assert scan.approximate.shape == (len(x), 2)
-        for j, q in enumerate((whole, latest)):  # each column within the bound of the row's cosine
-            exact = (x.astype(np.float64) @ q.astype(np.float64)) * sketched._inverse_norms
-            assert np.all(np.abs(scan.approximate[:, j] - exact) <= sketched.sketch.bound)
-            assert scan.search(q, np.eye(2)[j], 1) == full.search(q, 1)
-        for w in (0.0, 0.3, 1.0):
-            v = read_together(whole, latest, w)
-            length = np.linalg.norm(whole.astype(np.float64) + w * latest.astype(np.float64))
-            for k in (1, 7, 50, 400):
-                assert scan.search(v, (1 / length, w / length), k) == full.search(v, k)
-            narrowed += len(scan.candidates(v, (1 / length, w / length), 50)) < len(x) // 20
-    assert narrowed > 30  # the combination's bound still narrows most searches to a few rows
-    far = read_together(qs[0], qs[1], 0.5)  # coefficients that do not give the vector: a wider bound, same result
-    assert scan.search(far, (1.0, 0.0), 50) == full.search(far, 50)
-    assert scan.search(3.0 * far, (1.0, 0.0), 50) == full.search(3.0 * far, 50)  # searched by its direction
-    assert scan.search(far, (1.0, 0.0), 0) == [] == scan.search(far, (1.0, 0.0), -1)
-    with pytest.raises(ValueError, match="dimension"):
-        sketched.scan([qs[0][:10], qs[1]])
-
-
 def test_extreme_magnitudes_are_searched_by_cosine_and_bad_values_refused(sentence_like):
     ids, x = sentence_like
     x = x.copy()
@@ -315,37 +280,6 @@ def test_engine_dense_channels_match_lancedb_on_the_built_home(engine, generated
             theirs = engine.store.vector_search(table, vector, 50)
             assert [d for d, _ in ours] == [h["dialogue_id"] for h in theirs]
             np.testing.assert_allclose([s for _, s in ours], [h["score"] for h in theirs], atol=1e-6)
-    scanned = 0
-    for query in generated_queries:  # a conversation's two readings and its passages: one scan, same lists
-        parsed = engine.understand(query["turns"])
-        vector, passages = engine._read(parsed)
-        if passages is not None:
-            scanned += 1
-            assert engine._dense(CONVERSATION_PASSAGES, vector, 50, passages) == \
-                engine._dense(CONVERSATION_PASSAGES, vector, 50)
-            assert np.array_equal(vector, engine.embed(engine.understand(query["turns"])))
-    assert scanned >= 5
     route = engine._clusters()  # shares table_rows' matrix with the dense channel
     assert route.semantic is engine.dense.get(TABLE_ROWS).vectors
-
-
-def test_a_passages_table_too_big_to_hold_reads_the_latest_turn_through_lancedb(built_home, engine, generated_queries):
-    """Above `exact_search_max_rows` both readings' best passages come from LanceDB's search (one reading at a
-    time): the same weight and query vector as in memory, to LanceDB's float rounding."""
-    from sarag_assets.query.engine import Sarag
-
-    with Sarag(built_home) as big:
-        big.dense = DenseIndexes(big.store, max_rows=1)
-        compared = 0
-        for query in generated_queries:
-            held, through_lancedb = engine.understand(query["turns"]), big.understand(query["turns"])
-            vector, passages = engine._read(held)
-            far_vector, no_scan = big._read(through_lancedb)
-            assert no_scan is None and big.dense.nbytes == 0
-            if held.latest_weight is None:
-                continue
-            compared += 1
-            assert through_lancedb.latest_weight == pytest.approx(held.latest_weight, abs=1e-5)
-            np.testing.assert_allclose(far_vector, vector, atol=1e-5)
-        assert compared >= 5
 

@@ -38,44 +38,6 @@ def test_followups_whose_last_turn_names_nothing_find_the_issue(engine, generate
     assert found > 2 * alone
 
 
-def test_the_other_one_is_read_against_earlier_names(engine):
-    products = sorted({row["product"] for row in engine.rows.values() if "product" in row},
-                      key=lambda p: (-sum(r.get("product") == p for r in engine.rows.values()), p))
-    first, second = products[0], products[1]
-    turns = [{"speaker": "user", "text": f"I have the {first} and the {second}. My {first} stopped working."},
-             {"speaker": "agent", "text": "Thanks, noted."},
-             {"speaker": "user", "text": "And for the other one, how was it solved?"}]
-    result = engine.retrieve(turns, 5)
-    assert result.query.notes and second.lower() in result.query.notes[0].lower()
-    assert [e.value for e in result.query.entities if e.column == "product"] == [second]
-    assert sum(h.row.get("product") == second for h in result.hits) >= 3
-
-
-def test_the_older_release_is_read_against_the_release_named_earlier(engine):
-    from sarag_assets.query.understanding import normalize, version_parts
-
-    def number(value):
-        return tuple(int(p) for p in version_parts(normalize(str(value))))
-
-    releases: dict[tuple[str, str], set[str]] = {}
-    for row in engine.rows.values():
-        for column, value in row.items():
-            if row.get("product") and version_parts(normalize(str(value))):
-                releases.setdefault((row["product"], column), set()).add(value)
-    (product, column), values = max(releases.items(), key=lambda kv: (len(kv[1]), kv[0]))
-    assert len(values) >= 2, "the generated corpus names several releases of a product"
-    newest = max(values, key=number)
-    turns = [{"speaker": "user", "text": f"My {product} has a problem on version {newest}."},
-             {"speaker": "agent", "text": "I see."},
-             {"speaker": "user", "text": "Did anyone fix it on the older version?"}]
-    result = engine.retrieve(turns, 10)
-    assert result.query.notes and newest not in result.query.turns[0].text
-    asked = [e for e in result.query.entities if version_parts(normalize(e.value))]
-    assert asked and all(number(e.value) < number(newest) for e in asked)
-    held = [h.row[column] for h in result.hits if h.row.get("product") == product and column in h.row]
-    assert sum(number(v) < number(newest) for v in held) > sum(number(v) >= number(newest) for v in held)
-
-
 def test_hits_say_which_channels_found_them_and_which_columns_matched(engine, generated_queries):
     query = next(q for q in generated_queries if q["kind"] == "single")
     hits = engine.search(query["turns"], 10)
@@ -226,25 +188,3 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
     holders = [d for d in trusted if engine.rows[d].get(entity.column) == entity.value and d in doubted]
     assert holders and all(doubted[d] < trusted[d] for d in holders)
 
-
-def test_a_latest_turn_that_asks_something_new_is_read_on_its_own(engine):
-    by_product: dict[str, str] = {}
-    for dialogue_id in sorted(engine.rows):
-        product = engine.rows[dialogue_id].get("product")
-        if product and product not in by_product:
-            by_product[product] = dialogue_id
-    first, second = list(by_product.values())[:2]
-
-    def opening(dialogue_id):
-        turns = engine.conversation(dialogue_id)["turns"]
-        return next(t["text"] for t in turns if t["role"] == "user")
-
-    context = [{"speaker": "user", "text": opening(first)}, {"speaker": "agent", "text": "Thanks, noted."}]
-    new_question = engine.retrieve(context + [{"speaker": "user", "text": opening(second)}], 10)
-    points_back = engine.retrieve(context + [{"speaker": "user", "text": "ok. what now?"}], 10)
-    # the second conversation's own words find it as well as the whole query finds anything: full weight
-    assert new_question.query.latest_weight is not None and new_question.query.latest_weight > 0.8
-    assert second in new_question.ids()[:3]
-    # a turn that only points back finds little alone and adds less
-    assert points_back.query.latest_weight < new_question.query.latest_weight
-    assert engine.retrieve(opening(first), 10).query.latest_weight is None

@@ -17,6 +17,7 @@ HOLDERS = {  # (column, value) -> rows holding it
     ("product", "Q1"): ["c"],
     ("app_version", "3.0"): ["b"],
     ("os_version", "3.0"): ["b"],
+    ("product", "Gone"): [],  # named, and no row holds it
 }
 
 
@@ -28,58 +29,29 @@ def _idf(df):
     return math.log(1.0 + len(ROW_IDS) / df)
 
 
-def _entity(column, value, surface, weight=1.0, closeness=1.0):
-    return Entity(column, value, 0, weight, len(HOLDERS[(column, value)]), surface, closeness)
+def _entity(column, value, surface):
+    return Entity(column, value, 0, len(HOLDERS[(column, value)]), surface)
 
 
 def test_a_value_read_in_two_columns_counts_once_by_its_best_reading():
     entities = [_entity("product", "X100", "x100"), _entity("app_version", "2.3", "2.3"),
-                _entity("os_version", "2.3", "2.3", closeness=0.5)]
+                _entity("os_version", "2.3", "2.3")]
     shares = entity_shares(entities, _positions, _idf, ROW_IDS).as_dict()
     product, version = _idf(2), _idf(2)  # each group's best gain adds to the total once
     total = product + version
     assert set(shares) == {"a", "b", "d", "e"}
     assert math.isclose(shares["d"], (product + version) / total)  # holds both; 2.3 counted once
     assert math.isclose(shares["a"], version / total)
-    assert math.isclose(shares["e"], 0.5 * version / total)  # only the nearer reading's closeness
+    assert math.isclose(shares["e"], version / total)
     assert math.isclose(shares["b"], product / total)
 
 
-def test_later_turns_weigh_more_and_unheld_or_weightless_values_are_ignored():
-    entities = [_entity("product", "X100", "x100", weight=0.3), _entity("error_code", "E-12", "e-12", weight=1.0)]
+def test_rarer_values_weigh_more_and_unheld_values_are_ignored():
+    entities = [_entity("product", "X100", "x100"), _entity("error_code", "E-12", "e-12")]
     shares = entity_shares(entities, _positions, _idf, ROW_IDS).as_dict()
-    assert shares["c"] > shares["b"] == shares["d"]
-    assert not entity_shares([_entity("product", "X100", "x100", weight=0.0)], _positions, _idf, ROW_IDS)
+    assert shares["c"] > shares["b"] == shares["d"]  # E-12, in one row, is rarer than X100, in two
+    assert not entity_shares([_entity("product", "Gone", "gone")], _positions, _idf, ROW_IDS)
     assert not entity_shares([], _positions, _idf, ROW_IDS)
-
-
-def test_a_value_offered_and_not_taken_up_counts_against_its_rows():
-    # two places named, the asker chose one: a row holding the other is about what the asker passed over
-    entities = [_entity("product", "X100", "x100", weight=0.68), _entity("product", "Z9", "z9", weight=0.14)]
-    found = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"z9"})
-    shares = found.as_dict()
-    chosen, aside = 0.68 * _idf(2), 0.14 * _idf(2)
-    assert math.isclose(shares["b"], chosen / (chosen + aside))
-    assert math.isclose(shares["a"], (aside - (chosen - aside)) / (chosen + aside)) and shares["a"] < 0
-    position = {d: i for i, d in enumerate(ROW_IDS)}
-    assert [d for d, _ in found.top(10, {}, position)] == ["b", "d"]  # the set-aside rows are no match
-    assert found.lift({"a": 1.0, "c": 1.0}, 1.0, position)["a"] < 1.0  # and fall below rows holding neither
-    # a value not set aside is evidence for its rows, however little it weighs
-    assert min(entity_shares(entities, _positions, _idf, ROW_IDS).as_dict().values()) > 0
-
-
-def test_a_value_set_aside_costs_its_row_once_however_many_columns_hold_it():
-    # 3.0 asked (a near reading in os_version), 2.3 offered and passed over, each read in two columns:
-    # "d" holds 2.3 in both columns and pays once, the larger of the two costs
-    entities = [_entity("app_version", "3.0", "3.0"), _entity("os_version", "3.0", "3.0", closeness=0.5),
-                _entity("app_version", "2.3", "2.3", weight=0.2), _entity("os_version", "2.3", "2.3", weight=0.2)]
-    shares = entity_shares(entities, _positions, _idf, ROW_IDS, set_aside={"2.3"}).as_dict()
-    total = _idf(1) + 0.2 * _idf(2)  # each value's best reading, once
-    app_cost, os_cost = (1.0 - 0.2) * _idf(2), (0.5 - 0.2) * _idf(2)
-    assert math.isclose(shares["d"], (0.2 * _idf(2) - app_cost) / total)
-    assert math.isclose(shares["a"], (0.2 * _idf(2) - app_cost) / total)  # app_version only
-    assert math.isclose(shares["e"], (0.2 * _idf(2) - os_cost) / total)  # os_version only
-    assert math.isclose(shares["b"], _idf(1) / total)
 
 
 def test_the_ranking_breaks_equal_shares_by_the_fused_score_then_by_id():

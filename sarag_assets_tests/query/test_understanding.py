@@ -1,37 +1,12 @@
-"""Query reading without a home: turn weights, the lexicon, 'the other one' with aliases, nearby and
-older/newer releases."""
+"""Query reading without a home: the turns read together and the value lexicon."""
 
 from __future__ import annotations
 
-import numpy as np
-
 from sarag_assets.query.understanding import (
     ValueLexicon,
-    latest_turn_weight,
-    model_codes,
     read_query,
-    read_together,
     readable_text,
-    resolve_contrast,
-    resolve_version_direction,
-    offered_not_taken,
-    version_parts,
-    without_values,
 )
-
-CELLS = [("d1", "product", "Linkstar DSL500"), ("d1", "model", "LS-DSL500"),
-         ("d2", "product", "Linkstar DSL500"), ("d2", "model", "LS-DSL500"),
-         ("d3", "product", "Velox Hotspot"), ("d4", "product", "Velox Hotspot"),
-         ("d5", "product", "Other Thing"), ("d6", "product", "Fourth Thing"), ("d7", "product", "Fifth Thing"),
-         ("d8", "product", "Sixth Thing"), ("d9", "product", "Seventh Thing"), ("d10", "product", "Eighth Thing")]
-
-
-def test_latest_turn_weighs_most_and_helper_turns_least():
-    q = read_query([{"speaker": "user", "text": "a"}, {"speaker": "agent", "text": "b"},
-                    {"speaker": "user", "text": "c"}, {"speaker": "user", "text": "d"}])
-    weights = [t.weight for t in q.turns]
-    assert weights[-1] == max(weights) and weights[1] == min(weights)
-    assert weights[0] < weights[2]  # further back, less
 
 
 def test_a_decomposed_query_is_read_composed_as_the_corpus_was_landed():
@@ -54,139 +29,20 @@ def test_the_embedded_text_is_the_turns_in_order_and_a_long_one_loses_its_earlie
     assert long_latest.embedding_text(max_chars=50) == "x" * 50
 
 
-def test_the_latest_turn_weighs_as_far_as_it_finds_passages_on_its_own():
-    # a new question that finds its passages as well as the whole conversation finds its own: full weight
-    assert latest_turn_weight(0.65, 0.70) == 1.0
-    # "what fixed it?" finds little alone: it adds in proportion
-    assert abs(latest_turn_weight(0.70, 0.28) - 0.4) < 1e-9
-    # a reading that found nothing (an empty index, or no positive cosine) adds nothing
-    assert latest_turn_weight(0.0, 0.5) == 0.0
-    assert latest_turn_weight(0.6, -0.1) == 0.0
-
-
-def test_the_two_readings_rank_as_the_sum_of_their_cosines():
-    rng = np.random.default_rng(0)
-    whole, latest = rng.normal(size=384), rng.normal(size=384)
-    docs = rng.normal(size=(50, 384))
-    docs /= np.linalg.norm(docs, axis=1, keepdims=True)
-    unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
-    for weight in (0.0, 0.4, 1.0):
-        vector = read_together(whole, latest, weight)
-        assert abs(float(np.linalg.norm(vector)) - 1.0) < 1e-5
-        summed = docs @ unit(whole) + weight * (docs @ unit(latest))
-        assert list(np.argsort(-(docs @ vector))) == list(np.argsort(-summed))
-    assert not np.allclose(read_together(whole, latest, 0.0), read_together(whole, latest, 1.0))
-
-
-def test_names_the_table_ties_together_count_as_one_thing():
-    lexicon = ValueLexicon(CELLS, 10)
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. The LS-DSL500 is slow on firmware 5.3.2."},
-        {"speaker": "agent", "text": "I see."},
-        {"speaker": "user", "text": "What about the other one?"},
-    ])
-    q.entities = lexicon.find(q)
-    resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
-    assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
-    assert "Velox Hotspot" in resolved.turns[0].text and "LS-DSL500" not in resolved.turns[0].text
-    # without the table's help two names of the first product that share no code tie with the second
-    cells = [("a", "product", "Crestline Mesh"), ("b", "model", "CMX-3"), ("c", "product", "Velox Hotspot")]
-    lexicon2 = ValueLexicon(cells + [(f"x{i}", "product", f"Filler {i}") for i in range(20)], 23)
-    q2 = read_query([
-        {"speaker": "user", "text": "We use the Crestline Mesh and the Velox Hotspot. The CMX-3 is slow."},
-        {"speaker": "user", "text": "What about the other one?"}])
-    q2.entities = lexicon2.find(q2)
-    assert resolve_contrast(q2).notes == []
-
-
-def test_names_sharing_a_model_code_are_one_thing_without_the_table():
-    assert model_codes("Homelink HC31") & model_codes("HC-31")
-    assert model_codes("Linkstar DSL500") & model_codes("LS-DSL500")
-    assert not model_codes("Velox Hotspot") & model_codes("Linkstar DSL500")
-    assert not model_codes("iPhone 12") & model_codes("iPhone 12 Pro")  # a different product
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. The LS-DSL500 is slow."},
-        {"speaker": "user", "text": "What about the other one?"}])
-    q.entities = ValueLexicon(CELLS, 10).find(q)
-    resolved = resolve_contrast(q)  # no rows to look at
-    assert {e.value for e in resolved.entities} == {"Velox Hotspot"}
-
-
-def test_the_other_one_is_a_thing_of_the_same_kind():
-    cells = CELLS + [("d5", "plan", "Fiber Plus 80"), ("d6", "plan", "Fiber Plus 80")]
-    lexicon = ValueLexicon(cells, 10)
-    q = read_query([
-        {"speaker": "user", "text": "We use the Linkstar DSL500 and the Velox Hotspot. "
-                                    "The LS-DSL500 is slow on the Fiber Plus 80 plan."},
-        {"speaker": "user", "text": "Same question for the other one?"}])
-    q.entities = lexicon.find(q)
-    resolved = resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())))
-    # the plan is not "the other one"; stated in the sentence about the first product, it stops counting
-    assert {(e.column, e.value) for e in resolved.entities} == {("product", "Velox Hotspot")}
-
-
-def test_the_other_one_can_be_a_model_code_that_stands_for_a_product():
-    """A code held only in the model column is "another one" after a product when the rows holding it name
-    one product; a plan that many products run on is not, though it is held in the same rows."""
-    cells = [("d1", "product", "Linkstar DSL500"), ("d2", "product", "Linkstar DSL500"),
-             ("m1", "model", "CM-MP3"), ("m2", "model", "CM-MP3"), ("m2", "product", "Crestline MeshPro"),
-             ("m3", "model", "CM-MP3"), ("m3", "product", "Crestline MeshPro"), ("m4", "model", "CM-MP3"),
-             ("p1", "plan", "Fiber 500"), ("p1", "product", "Linkstar DSL500"),
-             ("p2", "plan", "Fiber 500"), ("p2", "product", "Crestline MeshPro"),
-             ("p3", "plan", "Fiber 500"), ("p3", "product", "Velox Hotspot")]
-    cells += [(f"x{i}", "product", f"Filler {i}") for i in range(30)]  # no value held by most rows
-    rows: dict[str, dict[str, str]] = {}
-    for row, column, value in cells:
-        rows.setdefault(row, {})[column] = value
-    lexicon = ValueLexicon(cells, len(rows))
-
-    def resolved(text: str):
-        q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "Got it."},
-                        {"speaker": "user", "text": "Does the other one get the same thing?"}])
-        q.entities = lexicon.find(q)
-        return resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split())),
-                                lambda r: rows.get(r, {}))
-
-    code = resolved("We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow.")
-    assert {(e.column, e.value) for e in code.entities} == {("model", "CM-MP3")} and code.notes
-    plan = resolved("We are on Fiber 500 with the Linkstar DSL500. My Linkstar DSL500 is slow.")
-    assert plan.notes == [] and ("plan", "Fiber 500") in {(e.column, e.value) for e in plan.entities}
-    # without the rows' cells the code is of another kind: nothing is resolved
-    q = read_query([{"speaker": "user", "text": "We use the Linkstar DSL500 and a CM-MP3. My Linkstar DSL500 is slow."},
-                    {"speaker": "user", "text": "Does the other one get the same thing?"}])
-    q.entities = lexicon.find(q)
-    assert resolve_contrast(q, lambda e: lexicon.rows(e.column, " ".join(e.value.lower().split()))).notes == []
-
-
-def test_no_contrast_cue_changes_nothing():
-    lexicon = ValueLexicon(CELLS, 10)
-    q = read_query([{"speaker": "user", "text": "Linkstar DSL500 and Velox Hotspot here, the Linkstar DSL500 is slow"},
-                    {"speaker": "user", "text": "how was it fixed?"}])
-    q.entities = lexicon.find(q)
-    before = [(e.value, e.weight) for e in q.entities]
-    assert [(e.value, e.weight) for e in resolve_contrast(q).entities] == before
-
-
-VERSIONS = [("v1", "app_version", "4.7.2"), ("v2", "app_version", "4.1.0"), ("v3", "app_version", "5.0.0"),
-            ("v4", "app_version", "3.9.9"), ("v5", "app_version", "4.7.6"), ("v1", "product", "Helix VPN"),
-            ("v2", "product", "Helix VPN"), ("v3", "product", "Helix VPN")] + \
-           [(f"f{i}", "product", f"Filler {i}") for i in range(20)]
-
-
 def test_a_value_written_with_other_spacing_or_punctuation_is_found():
-    cells = [("d1", "model", "HC-31"), ("d2", "product", "Acorn Guest House"), ("d3", "product", "Acorn"),
+    cells = [("d1", "model", "HC-31"), ("d2", "product", "Redwing Boat House"), ("d3", "product", "Redwing"),
              ("d4", "product", "WM8"), ("d5", "version", "4.7.6"), ("d6", "account", "50")] + [
         (f"x{i}", "product", f"Filler {i}") for i in range(20)]
     lexicon = ValueLexicon(cells, 26)
-    q = read_query([{"speaker": "user", "text": "the hc31 at the a corn guesthouse keeps dropping"},
+    q = read_query([{"speaker": "user", "text": "the hc31 at the red wing boathouse keeps dropping"},
                     {"speaker": "user", "text": "and my wm 8 too, on 476 or 47.6, account 5 0"}])
     found = {(e.column, e.value, e.surface) for e in lexicon.find(q)}
     # the longer name wins over the short one inside it, as when written as stored
-    assert found == {("model", "HC-31", "hc31"), ("product", "Acorn Guest House", "a corn guesthouse"),
+    assert found == {("model", "HC-31", "hc31"), ("product", "Redwing Boat House", "red wing boathouse"),
                      ("product", "WM8", "wm 8")}
     # digits alone and dotted releases are not read through other spacing: "476" is no 4.7.6
-    assert lexicon.mentioned("acorn guesthouse, hc 31") == {"acorn guest house", "acorn", "hc-31"}
-    assert lexicon.mentioned("a cornish pasty at 4 7 6") == set()  # a value's letters must end with a word
+    assert lexicon.mentioned("redwing boathouse, hc 31") == {"redwing boat house", "redwing", "hc-31"}
+    assert lexicon.mentioned("a red wingspan at 4 7 6") == set()  # a value's letters must end with a word
 
 
 def test_a_value_with_a_possessive_or_an_elision_is_found():
@@ -210,41 +66,6 @@ def test_values_are_found_in_chinese_and_japanese_written_without_spaces():
     assert found == {("product", "华为手机"), ("model", "P40"), ("product", "ルーター"), ("product", "小米扫地机器人")}
     # a sentence of Han characters is long text, not a value: the problem column holds no values
     assert not lexicon.mentioned("手机充不进电，充电器换了也不行，怎么办")
-    # the found values leave the text the channels read, without spaces to mark them
-    assert without_values(q, {"华 为 手 机", "p40"}).turns[0].text == "我的 充不进电"
-
-
-def test_a_named_release_also_finds_releases_sharing_its_leading_numbers():
-    assert version_parts("4.7.6") == ("4", "7", "6") and version_parts("v2.1") == ("2", "1")
-    assert version_parts("2024") is None and version_parts("E-1234") is None
-    lexicon = ValueLexicon(VERSIONS, 25)
-    q = read_query("Helix VPN drops the tunnel on version 4.7.9")  # no row holds 4.7.9
-    close = {e.value: round(e.closeness, 3) for e in lexicon.find(q) if e.column == "app_version"}
-    assert close == {"4.7.2": 0.667, "4.7.6": 0.667, "4.1.0": 0.333}  # 5.0.0 and 3.9.9 share nothing
-    q = read_query("Helix VPN drops the tunnel on version 4.7.6")
-    close = {e.value: e.closeness for e in lexicon.find(q) if e.column == "app_version"}
-    assert close["4.7.6"] == 1.0 and close["4.7.2"] < 1.0
-
-
-def _direction(text: str, last: str):
-    lexicon = ValueLexicon(VERSIONS, 25)
-    q = read_query([{"speaker": "user", "text": text}, {"speaker": "agent", "text": "I see."},
-                    {"speaker": "user", "text": last}])
-    q.entities = lexicon.find(q)
-    return resolve_version_direction(q, lexicon)
-
-
-def test_the_older_or_newer_release_is_read_against_the_release_named_earlier():
-    older = _direction("Helix VPN drops on version 4.7.2.", "Did anyone solve that on the older version?")
-    assert {e.value for e in older.entities if e.column == "app_version"} == {"4.1.0", "3.9.9"}
-    assert {e.value for e in older.entities if e.column == "product"} == {"Helix VPN"}
-    assert "4.7.2" not in older.turns[0].text and older.notes
-    newer = _direction("Helix VPN drops on version 4.7.2.", "What about after upgrading, how was it fixed?")
-    assert {e.value for e in newer.entities if e.column == "app_version"} == {"4.7.6", "5.0.0"}
-    for last in ("How did people fix it?", "As I said earlier, how was it fixed?",
-                 "Is it fixed in the newer version 5.0.0?"):  # no cue; not a direction; names its own release
-        plain = _direction("Helix VPN drops on version 4.7.2.", last)
-        assert plain.notes == [] and "4.7.2" in plain.turns[0].text
 
 
 def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_latest():
@@ -255,37 +76,3 @@ def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_la
     assert readable_text("a single line longer than twenty", fits) == "a single line longer than twenty"  # cut by the model
     assert readable_text("first turn\nsecond\nthe latest", None) == "first turn\nsecond\nthe latest"
 
-
-def test_values_set_aside_leave_the_text_the_channels_read():
-    query = read_query([{"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
-                        {"speaker": "user", "text": "let's go with sala tandoori please"},
-                        {"speaker": "user", "text": "can they pick us up at the airport"}])
-    read = without_values(query, {"kohinoor lodge", "el shaddai tandoori"})
-    assert read.turns[0].text == "I have , and Sala Tandoori."
-    assert [t.text for t in read.turns[1:]] == [t.text for t in query.turns[1:]]
-    assert [t.weight for t in read.turns] == [t.weight for t in query.turns]
-    assert without_values(query, set()) is query
-    alone = read_query("El Shaddai Tandoori")
-    assert without_values(alone, {"el shaddai tandoori"}) is alone  # nothing would be left to read
-    release = read_query("Sync broke on 4.7. Does 4.7.6 fix it?")
-    assert without_values(release, {"4.7"}).turns[0].text == "Sync broke on . Does 4.7.6 fix it?"  # whole tokens only
-
-
-def test_values_a_helper_offered_and_the_asker_did_not_take_up_are_set_aside():
-    cells = [(f"d{i}", "product", name) for i, name in enumerate(["Kohinoor Lodge", "El Shaddai Tandoori", "Sala Tandoori"])]
-    cells += [("d3", "version", "4.7.6"), ("d4", "version", "4.7.2"), ("d5", "product", "Other Place")]
-    lexicon = ValueLexicon(cells, 6, columns=["product", "version"])
-    query = read_query([{"speaker": "user", "text": "somewhere to eat in the north"},
-                        {"speaker": "agent", "text": "I have Kohinoor Lodge, El Shaddai Tandoori and Sala Tandoori."},
-                        {"speaker": "user", "text": "let's go with sala tandoori please"},
-                        {"speaker": "user", "text": "can they pick us up at the airport"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == {"kohinoor lodge", "el shaddai tandoori"}
-    query = read_query([{"speaker": "user", "text": "I'm on 4.7.6 and sync fails."},
-                        {"speaker": "user", "text": "does 4.7.2 fix the sync failure?"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == set()  # the asker named both: neither is passed over
-    query = read_query([{"speaker": "agent", "text": "We have Kohinoor Lodge and Sala Tandoori."},
-                        {"speaker": "user", "text": "what about parking"}])
-    query.entities = lexicon.find(query)
-    assert offered_not_taken(query) == set()  # the asker chose none

@@ -21,7 +21,6 @@ MAX_VALUE_SHARE = 0.2  # a value held by more rows than this says little about w
 # an apostrophe splits, as the typographic one always did: "Northbay's" and "l'ordinateur" hold the words
 # "northbay" and "ordinateur"
 _TOKEN = re.compile(r"[^\W_]+(?:[.\-/:][^\W_]+)*", re.UNICODE)
-_VERSION = re.compile(r"v?(\d+(?:\.\d+)+)")
 _DOTTED_NUMBER = re.compile(r"\d\.\d")
 MIN_COMPACT_CHARS = 3
 
@@ -54,15 +53,9 @@ def word_count(toks: list[str]) -> int:
 
 
 def compact(toks: Iterable[str]) -> str:
-    """The tokens' letters and digits run together: "HC-31", "hc 31" and "HC31" are all "hc31"; "Acorn
-    Guest House" and "acorn guesthouse" are both "acornguesthouse"."""
+    """The tokens' letters and digits run together: "HC-31", "hc 31" and "HC31" are all "hc31"; "Redwing
+    Boat House" and "red wing boathouse" are both "redwingboathouse"."""
     return "".join(ch for tok in toks for ch in tok if ch.isalnum())
-
-
-def version_parts(text: str) -> tuple[str, ...] | None:
-    """("4", "7", "6") for "4.7.6" or "v4.7.6"; None for anything else (a bare number, a code)."""
-    match = _VERSION.fullmatch(text)
-    return tuple(match.group(1).split(".")) if match else None
 
 
 class TableValues:
@@ -117,9 +110,9 @@ class TableValues:
             self._by_ngram[key[1]].append(key)
         self.max_tokens = max((len(k.split()) for k in self._by_ngram), default=0)
         # The same values written with other spacing or punctuation: a model code with or without its
-        # hyphen or space, a name joined or split ("guesthouse", "a corn"; speech recognisers and people
+        # hyphen or space, a name joined or split ("boathouse", "red wing"; speech recognisers and people
         # do both). Only values with a letter and at least MIN_COMPACT_CHARS of them: digits run together
-        # are ambiguous ("5 0", "50"), and dotted numbers are releases, matched by their parts below.
+        # are ambiguous ("5 0", "50"), and dotted numbers are releases, matched as written.
         self._by_compact: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for key in sorted(self._rows):
             packed = compact(key[1].split())
@@ -127,12 +120,6 @@ class TableValues:
                     and not _DOTTED_NUMBER.search(key[1])):
                 self._by_compact[packed].append(key)
         self._compact_prefixes = {packed[:n] for packed in self._by_compact for n in range(1, len(packed) + 1)}
-        # Dotted version numbers, by leading component: a query's "4.7.6" also finds rows of 4.7.2.
-        self._versions: dict[str, list[tuple[tuple[str, ...], tuple[str, str]]]] = defaultdict(list)
-        for key in sorted(self._rows):
-            parts = version_parts(key[1])
-            if parts:
-                self._versions[parts[0]].append((parts, key))
 
     def __len__(self) -> int:
         return len(self._rows)

@@ -157,7 +157,6 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
         SOLUTION_DOCUMENTS,
         TABLE_ROWS,
     )
-    from sarag_assets.query.understanding import offered_not_taken
 
     depth = max(engine.settings.depth, 5 * k)
     stages: dict[str, list[float]] = {s: [] for s in (
@@ -178,7 +177,7 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
             "solution (dense)": _timed(engine._dense, SOLUTION_DOCUMENTS, vector, depth)[0],
             "full_text (BM25)": _timed(engine._text, TABLE_ROWS, parsed.full_text(), depth)[0],
             "cluster_route": _timed(engine._route, parsed, vector, depth)[0],
-            "table_match (entity shares)": (_timed(engine._entity_shares, parsed, offered_not_taken(parsed))[0]
+            "table_match (entity shares)": (_timed(engine._entity_shares, parsed)[0]
                                             if parsed.entities else 0.0),
         }
         for name, ms in parts.items():
