@@ -47,4 +47,4 @@ ui: install $(DAGSTER_HOME)/dagster.yaml
 
 # Removes the state sarag wrote under the home (not the home itself, not the virtual env).
 clean:
-	cd $(SARAG_HOME) && rm -rf inbox landed batches generated lancedb published reports dagster_home warehouse.duckdb warehouse.duckdb.wal llm_cache.duckdb llm_cache.duckdb.wal llm_cache.sqlite llm_cache.sqlite-wal llm_cache.sqlite-shm
+	cd $(SARAG_HOME) && rm -rf inbox landed batches generated lancedb published reports calibration serve.json dagster_home warehouse.duckdb warehouse.duckdb.wal llm_cache.duckdb llm_cache.duckdb.wal llm_cache.sqlite llm_cache.sqlite-wal llm_cache.sqlite-shm
