@@ -161,7 +161,7 @@ def test_no_state_is_staged_while_a_batch_lacks_its_index(home, instance, defs):
     defs.resolve_job_def("govern_metadata_job").execute_in_process(instance=instance)
     for key in batches:
         defs.resolve_job_def("refresh_rows_job").execute_in_process(partition_key=key, instance=instance)
-    for job in ("cluster_job", "value_mentions_job"):
+    for job in ("cluster_job", "value_mentions_job", "ranking_calibration_job"):
         defs.resolve_job_def(job).execute_in_process(instance=instance)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", dg.BetaWarning)
