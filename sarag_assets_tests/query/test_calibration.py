@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 
 from sarag_assets.query import calibration
-from sarag_assets.query.calibration import choose, due, split
+from sarag_assets.query.calibration import bar, choose, due, split
 
 
 def test_the_asker_opening_is_the_query_and_the_rest_is_what_is_searched():
@@ -60,7 +60,8 @@ def _views(rng, n, good: dict[str, float]):
 def test_views_that_find_nothing_get_no_vote_and_the_text_stays():
     rng = np.random.default_rng(11)
     views, gold = _views(rng, 120, {"lexical": 0.7, "dense": 0.6, "table": 0.0, "sdr": 0.0, "trag": 0.0})
-    weights, alone, together = choose(views, gold)
+    choice = choose(views, gold)
+    weights, alone, together = choice.weights, choice.alone, choice.together
     assert weights == {"lexical": 1.0, "dense": 1.0}
     assert alone["lexical"] > alone["table"] and alone["dense"] > alone["sdr"]
     assert together >= max(alone.values()) - 0.05
@@ -69,16 +70,41 @@ def test_views_that_find_nothing_get_no_vote_and_the_text_stays():
 def test_a_text_view_that_only_adds_noise_is_dropped():
     rng = np.random.default_rng(2)
     views, gold = _views(rng, 150, {"lexical": 0.95, "dense": 0.0, "table": 0.0, "sdr": 0.0, "trag": 0.0})
-    weights, alone, _ = choose(views, gold)
-    assert weights == {"lexical": 1.0} and alone["lexical"] > alone["dense"]
+    choice = choose(views, gold)
+    assert choice.weights == {"lexical": 1.0} and choice.alone["lexical"] > choice.alone["dense"]
+    assert choice.steps[0]["taken"] == "lexical" and choice.steps[0]["bar_se"] == round(bar(2), 3)
 
 
 def test_a_structure_view_better_than_the_text_leads_the_ranking():
     rng = np.random.default_rng(5)
     views, gold = _views(rng, 120, {"lexical": 0.3, "dense": 0.3, "table": 0.95, "sdr": 0.1, "trag": 0.1})
-    weights, alone, together = choose(views, gold)
+    choice = choose(views, gold)
+    weights, alone, together = choice.weights, choice.alone, choice.together
     assert "table" in weights and max(alone, key=alone.get) == "table"
     assert together > max(alone["lexical"], alone["dense"])
+
+
+def test_the_bar_rises_with_the_candidates_tried_at_once():
+    assert abs(bar(1) - 1.0) < 1e-9  # one candidate: the one-standard-error rule
+    assert 1.40 < bar(2) < 1.42 and 1.61 < bar(3) < 1.63 and bar(4) > bar(3)
+
+
+def test_a_gain_that_clears_one_standard_error_by_chance_among_three_views_gets_no_vote():
+    """A structure view that is noise: among three views tried, the best by chance clears one standard error
+    far more often than one view alone does; the corrected bar keeps the false votes near the 1-SE rule's rate."""
+    rng = np.random.default_rng(3)
+    false_votes = {"corrected": 0, "one se": 0}
+    for _ in range(300):
+        base = rng.random(100)
+        tried = {}
+        for view in ("table", "sdr", "trag"):
+            candidate = base + rng.normal(0.0, 0.1, 100)  # no real gain
+            diff = candidate - base
+            tried[view] = (float(diff.mean()), float(diff.std(ddof=1) / 10.0), candidate)
+        false_votes["corrected"] += calibration._step("add a view", tried, bar(3))[1] is not None
+        false_votes["one se"] += calibration._step("add a view", tried, 1.0)[1] is not None
+    # expected by chance: 1 - Phi(1)**3 = 0.40 of the trials for the 1-SE rule, about 0.16 once corrected
+    assert false_votes["one se"] > 0.3 * 300 and false_votes["corrected"] < 0.22 * 300
 
 
 def test_measured_again_only_once_the_home_has_doubled():
@@ -109,6 +135,7 @@ def test_the_pipeline_measured_the_built_home_and_the_engine_ranks_by_it(built_h
     assert weights and set(weights) <= set(VIEWS) and engine.weights == weights
     assert set(report["alone"]) == set(VIEWS)
     assert set(weights) >= {"lexical"} or set(weights) >= {"dense"}  # the text is the base
+    assert report["steps"][0]["step"] == "one text view" and set(report["steps"][0]["tried"]) == {"lexical", "dense"}
     with warehouse.connect(built_home.root / "calibration" / "warehouse.duckdb", read_only=True) as con:
         assert warehouse.current_dialogue_count(con) == calibration.SAMPLE
 
