@@ -334,6 +334,7 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
         assert retried_view[part] == reference_view[part], part
 
 
+@pytest.mark.slow
 def test_materialize_on_celery_without_a_worker_or_broker_says_so_in_one_line(tmp_path):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
     base |= {"SARAG_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),
