@@ -12,7 +12,7 @@ export DAGSTER_HOME := $(abspath $(SARAG_HOME))/dagster_home
 # With --retries 0 a machine that cannot reach it falls back to the registry at once.
 TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 
-.PHONY: install demo test ui clean
+.PHONY: install demo test test-fast ui clean
 
 install: $(VENV)/.installed
 
@@ -35,6 +35,10 @@ demo: install
 
 test: install
 	$(BIN)/pytest
+
+# Every test but those marked slow (whole-pipeline runs, Celery, browsers, fuzzing, benchmarks, model timings).
+test-fast: install
+	$(BIN)/pytest -m "not slow"
 
 $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	mkdir -p $(DAGSTER_HOME)

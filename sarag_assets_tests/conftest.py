@@ -14,6 +14,17 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 from sarag_assets.settings import Home  # noqa: E402
 
+# Package fixtures that build a home through the whole pipeline; the tests that use one are slow however
+# little they do themselves.
+HOME_BUILDING_FIXTURES = {"built_home"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if HOME_BUILDING_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def model_cache(tmp_path_factory):

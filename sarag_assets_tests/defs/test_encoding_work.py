@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dagster as dg
 import duckdb
+import pytest
 
 from sarag_assets.core.encoding.embedder import runtime_choice
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
+
+pytestmark = pytest.mark.slow
 
 ENCODING_STEPS = ("candidate_schemas", "dialogue_graphs", "lancedb_indices")
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
@@ -32,6 +33,8 @@ from sarag_assets_tests.defs.test_retrieval_pipeline import (
     chat,
     index_ids,
 )
+
+pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 HANG_GUARD_S = 600  # only against a hung child; the test does not depend on timing

@@ -6,6 +6,7 @@ import json
 
 import dagster as dg
 import duckdb
+import pytest
 
 from sarag_assets.core import warehouse
 from sarag_assets.defs.runner import land_and_process
@@ -53,6 +54,7 @@ def test_sensor_turns_new_and_changed_files_into_partitions_with_content_run_key
     assert changed.run_requests[0].partition_key != key
 
 
+@pytest.mark.slow
 def test_large_file_is_split_into_batches(home, instance, defs, monkeypatch):
     monkeypatch.setenv("SARAG_BATCH_SIZE", "3")
     write_jsonl(
@@ -66,6 +68,7 @@ def test_large_file_is_split_into_batches(home, instance, defs, monkeypatch):
     assert [n for _, n in per_batch] == [3, 3, 1]
 
 
+@pytest.mark.slow
 def test_materialized_batch_is_stored_redacted_with_quarantine_and_passing_checks(home, instance, defs):
     lines = [
         json.dumps(conversation(
@@ -114,6 +117,7 @@ def test_materialized_batch_is_stored_redacted_with_quarantine_and_passing_check
     assert materialization.metadata["conversations"].value == 2
 
 
+@pytest.mark.slow
 def test_rematerializing_a_batch_replaces_its_rows(home, instance, defs):
     write_jsonl(home.inbox / "a.jsonl", [conversation("x", ("user", "hello?"), ("agent", "hi"))])
     run = land_and_process(defs, instance, raise_on_error=True)
@@ -125,6 +129,7 @@ def test_rematerializing_a_batch_replaces_its_rows(home, instance, defs):
     assert again.batches == [] and not again.failed
 
 
+@pytest.mark.slow
 def test_relanded_conversation_supersedes_the_old_version_and_keeps_history(home, instance, defs):
     write_jsonl(home.inbox / "week1.jsonl", [
         conversation("d1", ("user", "wifi drops every hour"), ("agent", "try channel 6")),
@@ -141,6 +146,7 @@ def test_relanded_conversation_supersedes_the_old_version_and_keeps_history(home
     assert current == {"d1": 3, "d2": 2}
 
 
+@pytest.mark.slow
 def test_files_that_are_not_conversations_are_quarantined_and_the_rest_still_lands(home, instance, defs):
     (home.inbox / "photo.jsonl").write_bytes(bytes(range(256)) * 40)
     (home.inbox / "empty.jsonl").write_bytes(b"")
@@ -153,6 +159,7 @@ def test_files_that_are_not_conversations_are_quarantined_and_the_rest_still_lan
     assert query(home, "SELECT DISTINCT dialogue_id FROM raw_dialogues") == [("g",)]
 
 
+@pytest.mark.slow
 def test_every_file_in_the_inbox_is_landed_or_quarantined_with_a_reason(home, instance, defs):
     """Names the scanner skips, dropped straight into the inbox (not through `sarag land`, which refuses
     them): once they stopped changing, each has its quarantine row; a path-like name lands inside the inbox."""

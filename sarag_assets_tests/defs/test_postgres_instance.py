@@ -16,6 +16,8 @@ from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.scale_out import postgres_database
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -58,6 +58,7 @@ def test_nothing_is_read_before_a_state_is_published(home):
         Sarag(home)
 
 
+@pytest.mark.slow
 def test_a_failed_audit_leaves_the_published_state_untouched(home, instance, defs, capsys):
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
     first = land_and_process(defs, instance, raise_on_error=True)
@@ -108,6 +109,7 @@ def test_a_failed_audit_leaves_the_published_state_untouched(home, instance, def
     assert not any(s.id == failed.id for s in publication.kept(home))
 
 
+@pytest.mark.slow
 def test_an_open_reader_keeps_its_state_until_it_refreshes(home, instance, defs):
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
     first = land_and_process(defs, instance, raise_on_error=True)
@@ -156,6 +158,7 @@ def test_an_open_reader_keeps_its_state_until_it_refreshes(home, instance, defs)
         pinned_counts(home, state)
 
 
+@pytest.mark.slow
 def test_a_damaged_publication_gives_one_line_and_materialize_publishes_again(home, instance, defs, capsys):
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
     land_and_process(defs, instance, raise_on_error=True)
@@ -178,6 +181,7 @@ def _answers(home) -> tuple:
                 [h.dialogue_id for h in reader.search("my printer jams on every page", k=3)])
 
 
+@pytest.mark.slow
 def test_the_advice_for_a_damaged_home_works_moving_its_stores_aside_rebuilds_them(home, instance, defs, capsys):
     """What every damage message says to run: move warehouse.duckdb and lancedb/ aside, `sarag materialize`."""
     import shutil
@@ -198,6 +202,7 @@ def test_the_advice_for_a_damaged_home_works_moving_its_stores_aside_rebuilds_th
     assert not again.batches and not again.indexed and not again.published
 
 
+@pytest.mark.slow
 def test_a_lancedb_folder_from_elsewhere_is_named_not_served(home, instance, defs, tmp_path, monkeypatch, capsys):
     """Another home's LanceDB folder has the same table versions but other rows: the published state's
     record says how many rows each pinned version holds, and readers check it."""
@@ -259,6 +264,7 @@ def test_a_stage_killed_while_copying_leaves_no_part_file_after_the_next_run(tmp
     assert sorted(p.name for p in folder.iterdir()) == [f"{staged.id}.duckdb", f"{staged.id}.json"]
 
 
+@pytest.mark.slow
 def test_twenty_reader_processes_during_a_materialization_never_fail(home, tmp_path, defs):
     instance, dagster_home = _shared_instance(tmp_path)
     write_jsonl(home.inbox / "week1.jsonl", WEEK1)
@@ -312,6 +318,7 @@ def test_twenty_reader_processes_during_a_materialization_never_fail(home, tmp_p
         assert json.loads(log.read_text().splitlines()[-1])["state"] == second.id
 
 
+@pytest.mark.slow
 def test_the_service_answers_every_search_while_a_materialization_publishes(home, tmp_path, defs):
     import requests
 

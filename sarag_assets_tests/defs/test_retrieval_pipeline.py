@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import duckdb
 import numpy as np
+import pytest
 
 from sarag_assets.core import publication, warehouse
 from sarag_assets.core.encoding.embedder import default_embedder
@@ -13,6 +14,8 @@ from sarag_assets.core.indices.store import TABLES, IndexStore
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets.query.engine import Sarag, SearchSettings
 from sarag_assets_tests.conftest import conversation, write_jsonl
+
+pytestmark = pytest.mark.slow
 
 SOURCES = {
     "table_rows": "SELECT dialogue_id, batch_key FROM current_dialogue_versions",

@@ -168,6 +168,7 @@ def corpus(tmp_path) -> Path:
     return generated
 
 
+@pytest.mark.slow
 def test_celery_workers_build_the_same_home_as_one_process(tmp_path, corpus, defs, monkeypatch):
     queries = [json.loads(line) for line in (corpus / "queries.jsonl").read_text().splitlines()[:20]]
     assert len(queries) == 20
@@ -246,6 +247,7 @@ def _group_is_gone(pgid: int, wait_s: float = 10.0) -> bool:
         time.sleep(0.5)
 
 
+@pytest.mark.slow
 def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkeypatch):
     """The whole `sarag worker` (its main process and its pool process) is SIGKILLed while its index step
     writes: once the step's batch is in the first LanceDB table it writes. The run fails within the
@@ -332,6 +334,7 @@ def test_a_worker_killed_mid_step_costs_a_retry_not_a_row(tmp_path, defs, monkey
         assert retried_view[part] == reference_view[part], part
 
 
+@pytest.mark.slow
 def test_materialize_on_celery_without_a_worker_or_broker_says_so_in_one_line(tmp_path):
     base = {k: v for k, v in os.environ.items() if not k.startswith(("SARAG_", "DAGSTER_"))}
     base |= {"SARAG_HOME": str(tmp_path / "home"), "DAGSTER_HOME": str(tmp_path / "dagster_home"),

@@ -24,6 +24,8 @@ from sarag_assets_tests.backends.llm.fake_openai_server import (
 )
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
+pytestmark = pytest.mark.slow
+
 FIXED_NAMES = [name for name, _, _ in governance.FIXED_SCHEMA]
 
 

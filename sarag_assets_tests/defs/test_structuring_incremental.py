@@ -7,9 +7,12 @@ import json
 
 import dagster as dg
 import duckdb
+import pytest
 
 from sarag_assets.defs.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
+
+pytestmark = pytest.mark.slow
 
 
 def widget_chat(i: int, extra: str = "") -> dict:

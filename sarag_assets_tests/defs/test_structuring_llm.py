@@ -12,6 +12,8 @@ from sarag_assets_tests.backends.llm.fake_openai_server import Behaviour, FakeOp
 from sarag_assets_tests.backends.llm.scripted_model import ScriptedModel
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def llm(monkeypatch):

@@ -15,6 +15,7 @@ import warnings
 from pathlib import Path
 
 import dagster as dg
+import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.partitions.context import partition_loading_context
 from dagster._core.scheduler.instigation import TickStatus
@@ -29,6 +30,8 @@ from dagster._time import get_current_datetime
 from sarag_assets.cli import FIXTURE_FILES
 from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat
+
+pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 

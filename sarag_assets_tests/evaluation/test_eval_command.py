@@ -19,6 +19,7 @@ def _eval(*args):
     return subprocess.run([sys.executable, "-m", "sarag_assets.cli", "eval", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_eval_on_a_real_fixture_set_reports_every_system(tmp_path):
     corpus, queries = EVAL_DATA / "abcd" / "corpus.jsonl", EVAL_DATA / "abcd" / "queries.jsonl"
     out = tmp_path / "report.json"

@@ -435,6 +435,7 @@ def test_the_api_docs_render_with_the_network_cut_off(service, tmp_path):
         browser.quit()
 
 
+@pytest.mark.slow
 def test_conversation_ids_holding_colons_hashes_and_slashes_open_and_are_cited(home, instance, defs, tmp_path):
     from urllib.parse import quote
 

@@ -34,6 +34,7 @@ def _measurements_forbidden(monkeypatch):
     monkeypatch.setattr(runtime_choice, "measure", measure)
 
 
+@pytest.mark.slow
 def test_auto_takes_the_runtime_timed_faster_for_each_workload_and_keeps_the_answer(cache, monkeypatch):
     choice = embedder.runtime_choice()
     assert set(choice.texts_per_second) == set(choice.query_ms) == {"onnx", "torch"}
@@ -64,6 +65,7 @@ def test_the_answer_depends_on_the_machine_the_threads_and_the_sample(monkeypatc
     assert machine_key(model, None, 1) != base
 
 
+@pytest.mark.slow
 def test_a_damaged_answer_is_measured_again(cache, monkeypatch):
     first = embedder.runtime_choice()
     kept = next((cache / "runtime").glob("*.json"))
@@ -74,6 +76,7 @@ def test_a_damaged_answer_is_measured_again(cache, monkeypatch):
     assert json.loads(kept.read_text())["batches"] == again.batches
 
 
+@pytest.mark.slow
 def test_a_cache_it_cannot_write_costs_a_measurement_not_an_error(tmp_path, monkeypatch):
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
@@ -84,6 +87,7 @@ def test_a_cache_it_cannot_write_costs_a_measurement_not_an_error(tmp_path, monk
     assert blocked.read_text() == "not a folder"
 
 
+@pytest.mark.slow
 def test_processes_starting_at_once_measure_once(cache):
     script = (f"from sarag_assets.core.encoding import runtime_choice as r; r.SAMPLE_PER_LENGTH = {SMALL_SAMPLE}; "
               "from sarag_assets.core.encoding.embedder import runtime_choice; "

@@ -66,6 +66,7 @@ def unprepared(conversations):
     return result, embedder
 
 
+@pytest.mark.slow
 def test_a_batch_is_encoded_in_one_model_call_with_the_same_rows(conversations, unprepared):
     before, before_embedder = unprepared
     assert before_embedder.model_calls >= N // 2  # what preparing avoids: model calls per conversation
@@ -78,6 +79,7 @@ def test_a_batch_is_encoded_in_one_model_call_with_the_same_rows(conversations, 
     assert after.frame.equals(before.frame)
 
 
+@pytest.mark.slow
 def test_prepare_runs_once_per_chunk(conversations, unprepared, monkeypatch):
     monkeypatch.setattr(structuring, "PREPARE_CHUNK", 15)
     embedder = CountingEmbedder()
@@ -86,6 +88,7 @@ def test_prepare_runs_once_per_chunk(conversations, unprepared, monkeypatch):
     assert after.frame.equals(unprepared[0].frame)
 
 
+@pytest.mark.slow
 def test_a_failing_prepare_changes_nothing_but_speed(conversations, unprepared):
     class Broken(EmbeddedBackend):
         def prepare(self, step, conversations, metadata=None):
@@ -106,6 +109,7 @@ def test_prepare_ignores_other_steps_and_empty_batches(conversations):
     assert embedder.model_calls == 0
 
 
+@pytest.mark.slow
 def test_dialogue_graphs_of_a_batch_share_one_model_call(conversations):
     from sarag_assets.backends.embedded.graph import dialogue_graph_texts
     from sarag_assets.core.refinement.tables import dialogue_graph_rows

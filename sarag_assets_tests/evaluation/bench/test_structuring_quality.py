@@ -7,6 +7,8 @@ import pytest
 
 from sarag_assets.evaluation.bench.structuring_quality import measure
 
+pytestmark = pytest.mark.slow
+
 CORE_FIELDS = {"product", "version", "error_code", "error_message", "resolved", "symptom", "resolution_steps",
                "order_number", "account_number", "amount"}
 
