@@ -54,7 +54,8 @@ def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None, progress
     with _environment({"SARAG_HOME": str(root), **(env or {})}):
         home = Home(root).ensure()
         copy_into_inbox(home, corpus)
-        from sarag_assets.definitions import defs
+        from sarag_assets.evaluation.definitions import process_definitions
+        defs = process_definitions()
         from sarag_assets.defs.runner import land_and_process
 
         with _instance(root) as instance:

@@ -247,7 +247,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
     (generated / "corpus.jsonl").unlink()
     copy_into_inbox(home, staged)
 
-    from sarag_assets.definitions import defs
+    from sarag_assets.evaluation.definitions import process_definitions
+    defs = process_definitions()
 
     started_at = datetime.now(timezone.utc)
     load_before = os.getloadavg()

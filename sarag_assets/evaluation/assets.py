@@ -1,4 +1,4 @@
-"""Evaluation: reports and training data that hang off the materialized tables (group "evaluation").
+"""The toolkit's assets on the tables: reports and training data (group "evaluation").
 
 - table_quality_report: the four table-quality measures against the generated ground truth, for the
   pipeline's table and the two structuring ablations (core/table_quality.py).
