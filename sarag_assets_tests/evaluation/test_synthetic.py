@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pytest
 
 import sarag_assets.evaluation.synthetic as synthetic
 from sarag_assets.evaluation.synthetic import generate, query_count, write_corpus
+from sarag_assets.evaluation.synthetic.rates import RATES, PerChannel
+from sarag_assets.evaluation.synthetic.rendering import render
 
 USER_WORDS = {"user", "customer", "client"}
 AGENT_WORDS = {"agent", "support", "assistant"}
@@ -88,6 +91,32 @@ def test_same_seed_is_identical_in_another_process_with_another_hash_seed():
     env = {**os.environ, "PYTHONHASHSEED": "12345", "PYTHONPATH": str(root)}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == here
+
+
+def test_the_corpus_of_a_seed_is_pinned(tmp_path):
+    """The files of (200, 7) as they were before the generator's rates became one object (issue 63): a
+    change of what any seed gives shows here, and is then deliberate."""
+    write_corpus(tmp_path, n=200, seed=7)
+    digests = {name: hashlib.sha256((tmp_path / name).read_bytes()).hexdigest()[:16]
+               for name in ("corpus.jsonl", "queries.jsonl", "truth.jsonl")}
+    assert digests == {"corpus.jsonl": "42e3e5a440b3b39a", "queries.jsonl": "97307a9f626a1160", "truth.jsonl": "09169fe352832571"}
+
+
+def test_the_rates_drive_the_conversations():
+    world, plan = synthetic._world_and_plan(300, 5)
+    single = [item for item in plan if item.secondary < 0]
+
+    def truths(**rates):
+        chosen = replace(RATES, **rates)
+        return [render(item, world, 5, chosen)[1] for item in single]
+
+    assert all(t["noise"]["offtopic"] == 1 for t in truths(chatter=1.0))
+    assert all(t["noise"]["offtopic"] == 0 for t in truths(chatter=0.0))
+    assert all(t["resolved"] for t in truths(resolved=1.0))
+    ends = Counter(t["noise"]["outcome"] for t in truths(resolved=0.0, no_reply=0.0, no_reply_or_escalated=1.0))
+    assert set(ends) == {"escalated"}
+    assert all(not t["noise"]["pii"]["named_speakers"]
+               for t in truths(named_speakers=PerChannel(forum=0.0, ticket=0.0, chat=0.0)))
 
 
 def test_different_seed_gives_different_corpus():

@@ -4,16 +4,11 @@ the final text mentions is measured on that text, so the truth's ``mentioned`` f
 
 from __future__ import annotations
 
-from sarag_assets.evaluation.synthetic.dialogue import (
-    AGENT_ROLES,
-    EXTRA_FIELDS,
-    P_NAMED_SPEAKERS,
-    USER_ROLES,
-    _Builder,
-    _iso,
-)
-
 from . import phrases as P
+from .course import Course
+from .dialogue import AGENT_ROLES, EXTRA_FIELDS, USER_ROLES, Scene, Script, _iso
+from .rates import RATES, DialogueRates
+from .turns import turns as written_turns
 from .world import PlanItem, World
 
 
@@ -41,18 +36,20 @@ def _find(text: str, value: str | None, version_like: bool = False) -> bool:
         start = i + 1
 
 
-def render(item: PlanItem, world: World, seed: int) -> tuple[dict, dict]:
-    b = _Builder(item, world, seed)
-    b.build()
-    turns = b.turns()
-    rng = b.rng
-    named = rng.random() < P_NAMED_SPEAKERS[item.channel]
+def render(item: PlanItem, world: World, seed: int, rates: DialogueRates = RATES) -> tuple[dict, dict]:
+    scene = Scene(item, world, seed, rates)
+    script = Script(scene)
+    Course(scene, script).write()
+    turns = written_turns(scene, script)
+    rng = scene.rng
+    named = rng.random() < rates.named_speakers[item.channel]
     if named:
         if item.channel == "forum":
-            user_label = f"{b.first.lower()}{b.last[0].lower()}{rng.randrange(1, 99)}"
+            user_label = f"{scene.first.lower()}{scene.last[0].lower()}{rng.randrange(1, 99)}"
         else:
-            user_label = b.first
-        agent_label = f"{b.agent} {rng.choice(P.LAST_NAMES)[0]}." if item.channel != "chat" or rng.random() < 0.5 else b.agent
+            user_label = scene.first
+        with_initial = item.channel != "chat" or rng.random() < rates.chat_agent_full_name
+        agent_label = f"{scene.agent} {rng.choice(P.LAST_NAMES)[0]}." if with_initial else scene.agent
         if agent_label == user_label:
             agent_label = agent_label + " (staff)"
     else:
@@ -74,62 +71,63 @@ def render(item: PlanItem, world: World, seed: int) -> tuple[dict, dict]:
     conv = {
         "dialogue_id": item.dialogue_id,
         "turns": out_turns,
-        "metadata": {"domain": b.issue.domain, "channel": item.channel},
+        "metadata": {"domain": scene.issue.domain, "channel": item.channel},
     }
-    truth = _truth(b, item, out_turns, user_label, agent_label, named)
+    truth = _truth(scene, script, item, out_turns, user_label, agent_label, named)
     return conv, truth
 
 
-def _truth(b: _Builder, item: PlanItem, turns: list[dict], user_label: str, agent_label: str, named: bool) -> dict:
-    iss = b.issue
+def _truth(scene: Scene, script: Script, item: PlanItem, turns: list[dict], user_label: str, agent_label: str,
+           named: bool) -> dict:
+    iss = scene.issue
     text = "\n".join(t["text"] for t in turns).lower()
     prod = iss.product
-    ex = b.extras
+    ex = scene.extras
     mentioned = {
         "product": _find(text, prod.name) or _find(text, prod.model),
         "model": _find(text, prod.model),
-        "version": _find(text, b.version, version_like=True),
-        "os_or_plan": _find(text, b.option),
+        "version": _find(text, scene.version, version_like=True),
+        "os_or_plan": _find(text, scene.option),
         "error_code": _find(text, iss.error_code),
         "error_message": bool(iss.error_message) and iss.error_message.lower() in text,
         "symptom": True,
-        "root_cause": b.root_cause_said,
-        "resolution_steps": b.steps_said,
+        "root_cause": script.root_cause_said,
+        "resolution_steps": script.steps_said,
     }
     for f in EXTRA_FIELDS:
         mentioned[f] = _find(text, ex[f]) if f != "amount" else bool(ex[f]) and ex[f] in text
     pii = {
-        "user_name": _find(text, b.first.lower()) or _find(text, b.last.lower()),
-        "user_email": b.email in text,
-        "user_phone": b.phone.lower() in text,
-        "agent_name": _find(text, b.agent.lower()),
+        "user_name": _find(text, scene.first.lower()) or _find(text, scene.last.lower()),
+        "user_email": scene.email in text,
+        "user_phone": scene.phone.lower() in text,
+        "agent_name": _find(text, scene.agent.lower()),
         "named_speakers": named,
     }
-    noise = dict(b.noise)
+    noise = dict(script.noise)
     noise["pii"] = pii
     noise["n_turns"] = len(turns)
-    noise["outcome"] = b.outcome
+    noise["outcome"] = script.outcome
     return {
         "dialogue_id": item.dialogue_id,
         "domain": iss.domain,
         "channel": item.channel,
         "issue_id": iss.issue_id,
-        "secondary_issue_id": b.secondary.issue_id if b.secondary is not None else None,
+        "secondary_issue_id": scene.secondary.issue_id if scene.secondary is not None else None,
         "product": prod.name,
         "model": prod.model,
-        "version": b.version,
-        "os_or_plan": b.option,
+        "version": scene.version,
+        "os_or_plan": scene.option,
         "error_code": iss.error_code,
         "error_message": iss.error_message,
         "symptom": iss.symptom,
         "root_cause": iss.root_cause,
         "resolution_steps": list(iss.steps),
         "fix_version": iss.fix_version,
-        "resolved": b.outcome == "resolved",
+        "resolved": script.outcome == "resolved",
         "opened_date": turns[0]["ts"][:10],
         **{f: ex[f] for f in EXTRA_FIELDS},
         "mentioned": mentioned,
-        "corrections": b.corrections,
+        "corrections": script.corrections,
         "speakers": {user_label: "user", agent_label: "agent"},
         "noise": noise,
     }
