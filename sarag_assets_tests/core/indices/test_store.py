@@ -13,11 +13,12 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
+from sarag_assets.core.indices.batch_rows import conform, normalize
+from sarag_assets.core.indices.index_upkeep import ann_parameters
 from sarag_assets.core.indices.store import (
     GRAPH_NODES,
     TABLE_ROWS,
     IndexStore,
-    ann_parameters,
     sql_string,
     vector_health,
 )
@@ -133,7 +134,7 @@ def test_a_write_that_dies_halfway_changes_nothing_and_a_replace_repairs_everyth
     store.replace_batch(TABLE_ROWS, "A", rows(A))
     before = snapshot(store, TABLE_ROWS)
     handle = store._open(TABLE_ROWS)
-    partial = store._conform(store._normalize(rows({"a1": "changed", "a9": "new"}), "A"), handle.schema, TABLE_ROWS)
+    partial = conform(normalize(rows({"a1": "changed", "a9": "new"}), "A", store.dimension), handle.schema, TABLE_ROWS)
 
     def dying_stream():
         yield partial.to_batches()[0]
