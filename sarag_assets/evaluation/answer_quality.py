@@ -124,7 +124,7 @@ def score_answers(root: Path, eval_queries, truth_path: Path | None, *,
     matcher = NuggetMatcher()
     with Sarag(root) as engine, Sarag(root, llm=False) as extractive:
         systems = {n: SystemAnswers() for n in list(ANSWER_SYSTEMS) + (["llm"] if engine.llm is not None else [])}
-        with warehouse.connect(engine._published_warehouse(), read_only=True) as con:
+        with warehouse.connect(engine.published_warehouse(), read_only=True) as con:
             def turns(ids):
                 return warehouse.turns_of(con, list(ids))
 

@@ -1,23 +1,4 @@
-"""Grounded answers from retrieved evidence, and SQL questions answered from result rows. No Dagster.
-
-Evidence for a query (SA-RAG, SDR, cTBLS in one bundle):
-
-- ``rows``: the top retrieved conversations with their table cells;
-- ``triples``: (value, column, information) collected by expanding from the values the query mentioned
-  through the table: rows holding a value give their other cells as triples; the entity-like values of
-  those rows are the next frontier; at most ``depth`` steps and ``max_triples`` triples, rows visited in
-  search-rank order (then by id), at most ``rows_per_value`` rows per value. Without mentioned values the
-  expansion starts from the top row's entity-like values;
-- ``nodes``: per retrieved conversation, its ``m`` dialogue-graph nodes most similar to the query
-  (anchors), plus the nodes within ``radius`` steps along ``refines`` / ``elaborates`` edges (either
-  direction), in turn order;
-- ``cells``: the 3 cells of the top rows most similar to the query (cosine of "column: value" to the
-  query vector, weighted 1/rank of the row; cells the query itself named count half: the asker knows them).
-
-- ``edges``: the dialogue-graph edges of the conversations the fixes were read from (source = the later
-  unit, target = the earlier, relation ``refines`` / ``elaborates``);
-- ``fixes``: per retrieved conversation (the `FIX_CONVERSATIONS` best), the fix it holds for the question
-  and the outcome the asker's next move records (`query.fixes`: chosen through the dialogue graph).
+"""Grounded answers from the evidence gathered for a question (`query.evidence`). No Dagster.
 
 An answer offers the most useful fix the close conversations hold, whatever is known of its outcome, each
 with its label: ``confirmed`` (the asker or the source says it worked), ``not_recorded``, or ``failed``
@@ -34,127 +15,16 @@ known evidence, and it cites a conversation that holds a fix that did not fail.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, Field
 
-from sarag_assets.query.fixes import CONFIRMED, FAILED, NOT_RECORDED, Fix, rank_fixes
+from sarag_assets.query.conversations import ConversationReader
+from sarag_assets.query.evidence import Evidence, Gathered, outcome
+from sarag_assets.query.fixes import CONFIRMED, FAILED, NOT_RECORDED, Fix, conversation_fixes, rank_fixes
 from sarag_assets.query.strength import is_weak
-
-MAX_ANSWER_CHARS = 600
-
-
-@dataclass
-class Triple:
-    value: str
-    column: str
-    information: str
-    dialogue_id: str
-    depth: int
-
-    @property
-    def cite(self) -> str:
-        return f"{self.dialogue_id}:{self.column}"
-
-
-@dataclass
-class NodeEvidence:
-    dialogue_id: str
-    node_id: str
-    issue: str
-    answer: str
-    turn_start: int
-    turn_end: int
-    similarity: float
-    anchor: bool
-
-    @property
-    def cite(self) -> str:
-        return f"{self.dialogue_id}#{self.node_id}"
-
-
-@dataclass
-class CellEvidence:
-    dialogue_id: str
-    column: str
-    value: str
-    score: float
-
-    @property
-    def cite(self) -> str:
-        return f"{self.dialogue_id}:{self.column}"
-
-
-@dataclass
-class Evidence:
-    rows: list[dict[str, Any]]
-    triples: list[Triple]
-    nodes: list[NodeEvidence]
-    cells: list[CellEvidence]
-    edges: list[tuple[str, str, str, str]] = field(default_factory=list)  # (dialogue id, source, target, relation)
-    fixes: list["Fix"] | None = None  # None: the conversations were not read (the cells stand in)
-
-    def ids(self) -> set[str]:
-        return set(self.conversations())
-
-    def conversations(self) -> dict[str, str]:
-        """Each evidence id and the conversation it comes from (an id is never parsed: a conversation's
-        own id may hold ':' or '#')."""
-        out = {r["dialogue_id"]: r["dialogue_id"] for r in self.rows}
-        for item in (*self.triples, *self.nodes, *self.cells):
-            out.setdefault(item.cite, item.dialogue_id)
-        return out
-
-    def as_dict(self) -> dict[str, Any]:
-        def plain(items):
-            return [asdict(i) | {"cite": i.cite} for i in items]
-
-        return {"rows": self.rows, "triples": plain(self.triples), "nodes": plain(self.nodes),
-                "cells": plain(self.cells),
-                "edges": [{"dialogue_id": d, "source": a, "target": b, "relation": r} for d, a, b, r in self.edges],
-                "fixes": [f.as_dict() for f in self.fixes or []]}
-
-    def outcomes(self) -> dict[str, str]:
-        """Each conversation's outcome as the answer reads it: that of the fix it holds (a fix that did
-        not fail first), else from its cells."""
-        out: dict[str, str] = {}
-        for fix in self.fixes or []:
-            for d in fix.dialogue_ids:
-                if out.get(d) in (None, FAILED):
-                    out[d] = fix.outcome
-        for r in self.rows:
-            if r["dialogue_id"] not in out and self.fixes is None:
-                out[r["dialogue_id"]] = {True: CONFIRMED, False: FAILED, None: NOT_RECORDED}[outcome(r["row"])]
-        return out
-
-    def as_prompt(self) -> str:
-        outcomes = self.outcomes()
-        lines = ["RETRIEVED CONVERSATIONS (table rows; outcome of the fix each holds: confirmed = the asker or "
-                 "the source says it worked, not_recorded = unknown, failed = tried, did not work, none = holds "
-                 "no fix):"]
-        for r in self.rows:
-            cells = "; ".join(f"{k} = {v}" for k, v in r["row"].items())
-            lines.append(f"[{r['dialogue_id']}] outcome: {outcomes.get(r['dialogue_id'], 'none')}; {cells}")
-        lines.append("FIXES THE CONVERSATIONS HOLD (the helper's answer to the problem, with its outcome):")
-        for f in self.fixes or []:
-            lines.append(f"[{f.dialogue_ids[0]}] ({f.outcome}) {f.text}")
-        lines.append("DIALOGUE GRAPH NODES (user issue -> helper answer):")
-        for n in self.nodes:
-            lines.append(f"[{n.cite}] issue: {n.issue} | answer: {n.answer}")
-        lines.append("DIALOGUE GRAPH EDGES (later node -> earlier node it refines or elaborates):")
-        for d, a, b, r in self.edges:
-            lines.append(f"[{d}] {d}#{a} {r} {d}#{b}")
-        lines.append("TABLE TRIPLES (value, column, information):")
-        for t in self.triples:
-            lines.append(f"[{t.cite}] ({t.value}, {t.column}, {t.information})")
-        lines.append("TOP CELLS:")
-        for c in self.cells:
-            lines.append(f"[{c.cite}] {c.column} = {c.value}")
-        return "\n".join(lines)
 
 
 @dataclass
@@ -173,88 +43,7 @@ class Answer:
                 "evidence": self.evidence.as_dict()}
 
 
-# ---- evidence ------------------------------------------------------------------------------------
-
-
-def expand_triples(seeds: list[tuple[str, str]], ranked_ids: list[str], rows: dict[str, dict[str, str]],
-                   rows_holding, entity_columns: set[str], *, depth: int = 2, max_triples: int = 20,
-                   rows_per_value: int = 3) -> list[Triple]:
-    """Breadth-first from (column, value) seeds through the table (see the module docstring)."""
-    rank = {d: i for i, d in enumerate(ranked_ids)}
-    seen_values = set(seeds)
-    seen_rows: set[str] = set()
-    frontier = list(seeds)
-    out: list[Triple] = []
-    for step in range(1, depth + 1):
-        next_frontier = []
-        for column, value in frontier:
-            holders = sorted(rows_holding(column, value), key=lambda d: (rank.get(d, len(rank)), d))
-            for dialogue_id in holders[:rows_per_value]:
-                if dialogue_id in seen_rows:
-                    continue
-                seen_rows.add(dialogue_id)
-                for other, information in rows.get(dialogue_id, {}).items():
-                    if other == column:
-                        continue
-                    out.append(Triple(value, other, information, dialogue_id, step))
-                    if len(out) >= max_triples:
-                        return out
-                    if other in entity_columns and (other, information) not in seen_values:
-                        seen_values.add((other, information))
-                        next_frontier.append((other, information))
-        frontier = next_frontier
-        if not frontier:
-            break
-    return out
-
-
-def walk_nodes(nodes: list[dict[str, Any]], edges: list[tuple[str, str, str]], similarity: dict[str, float],
-               *, m: int = 2, radius: int = 1) -> list[NodeEvidence]:
-    """One conversation's anchors (top-m by similarity) and the nodes within `radius` edges of them."""
-    if not nodes:
-        return []
-    ordered = sorted(nodes, key=lambda n: (-similarity.get(n["node_id"], -1.0), n["turn_start"], n["node_id"]))
-    anchors = {n["node_id"] for n in ordered[:m]}
-    neighbours: dict[str, set[str]] = {}
-    for source, target, _ in edges:
-        neighbours.setdefault(source, set()).add(target)
-        neighbours.setdefault(target, set()).add(source)
-    reached = set(anchors)
-    frontier = set(anchors)
-    for _ in range(radius):
-        frontier = {b for a in frontier for b in neighbours.get(a, ())} - reached
-        reached |= frontier
-    kept = [n for n in nodes if n["node_id"] in reached]
-    kept.sort(key=lambda n: (n["turn_start"], n["node_id"]))
-    return [NodeEvidence(n["dialogue_id"], n["node_id"], n["issue"], n["answer"], n["turn_start"], n["turn_end"],
-                         float(similarity.get(n["node_id"], 0.0)), n["node_id"] in anchors) for n in kept]
-
-
-def top_cells(hits, query_vector: np.ndarray, embedder, mentioned: set[tuple[str, str]], *, rows: int = 3,
-              n: int = 3) -> list[CellEvidence]:
-    candidates = [(rank, h.dialogue_id, column, value) for rank, h in enumerate(hits[:rows], start=1)
-                  for column, value in h.row.items()]
-    if not candidates:
-        return []
-    vectors = embedder.encode([f"{c}: {v}" for _, _, c, v in candidates])
-    sims = vectors @ query_vector
-    scored = []
-    for (rank, dialogue_id, column, value), sim in zip(candidates, sims.tolist()):
-        weight = 0.5 if (column, value) in mentioned else 1.0
-        scored.append(CellEvidence(dialogue_id, column, value, round(weight * sim / rank, 6)))
-    scored.sort(key=lambda c: (-c.score, c.dialogue_id, c.column))
-    return scored[:n]
-
-
 # ---- extractive answer ---------------------------------------------------------------------------
-
-
-def outcome(row: dict[str, str]) -> bool | None:
-    """Whether the table's `resolved` cell says the fix worked; None when the table does not say."""
-    value = row.get("resolved")
-    if value is None:
-        return None
-    return str(value).strip().lower() in ("true", "yes", "1")
 
 
 def fixes_from_cells(rows: list[dict[str, Any]]) -> list[tuple[int, list[Fix]]]:
@@ -376,31 +165,23 @@ def llm_answer(llm, question: str, evidence: Evidence, notes: list[str]) -> Answ
 FIX_CONVERSATIONS = 3
 
 
-def answer_question(engine, query, *, k: int = 5, m: int = 2, radius: int = 1, settings=None) -> Answer:
-    """`Sarag.answer`: the evidence, the fixes its close conversations hold (read from their turns and
-    dialogue graphs), and the answer: generated by the LLM when one is configured, else extractive."""
-    from sarag_assets.core import warehouse
-    from sarag_assets.query.fixes import Material, conversation_fixes
-
-    result, evidence = engine.evidence(query, k=k, m=m, radius=radius, settings=settings)
+def answer_question(found: Gathered, strength: dict[str, float | None], reader: ConversationReader, embedder,
+                    llm=None) -> Answer:
+    """`Sarag.answer`: the fixes the close conversations of the evidence hold (read from their turns and
+    dialogue graphs), and the answer: generated by the LLM when one is given, else extractive. ``strength``:
+    how far each hit stands out (`strength.match_strength`)."""
+    result, evidence = found
     notes = list(result.query.notes)
-    strength = engine.match_strength(result.query_vector, result.ids())
     weak = {h.dialogue_id for h in result.hits if is_weak(strength.get(h.dialogue_id), h.matched_columns)}
     read = result.ids()[:FIX_CONVERSATIONS]  # a weak match's fix is evidence for the LLM, never offered as the fix
     evidence.fixes = []
-    if read:
-        with warehouse.connect(engine._published_warehouse(), read_only=True) as con:
-            turns = warehouse.turns_of(con, read)
-            nodes, edges = warehouse.graph_of(con, read)
-        for d in read:
-            material = Material(d, turns.get(d, []), [n for n in nodes if n["dialogue_id"] == d],
-                                [(a, b, r) for e, a, b, r in edges if e == d])
-            evidence.edges.extend((d, a, b, r) for a, b, r in material.edges)
-            evidence.fixes.extend(conversation_fixes(material, result.query_vector, engine.embedder))
-    if engine.llm is None:
-        return extractive_answer(evidence, notes, engine.embedder, weak=weak)
+    for material in reader.materials(read):
+        evidence.edges.extend((material.dialogue_id, a, b, r) for a, b, r in material.edges)
+        evidence.fixes.extend(conversation_fixes(material, result.query_vector, embedder))
+    if llm is None:
+        return extractive_answer(evidence, notes, embedder, weak=weak)
     question = "\n".join(f"{t.speaker}: {t.text}" for t in result.query.turns)
-    return llm_answer(engine.llm, question, evidence, notes)
+    return llm_answer(llm, question, evidence, notes)
 
 
 _CITE = re.compile(r"\[([^\[\]]+)\]")
@@ -425,54 +206,3 @@ def _sentences(text: str) -> list[str]:
         else:
             parts.append(part)
     return [p for p in parts if re.search(r"\w", _CITE.sub("", p))]
-
-
-class SqlPlan(BaseModel):
-    sql: str = Field(description="One read-only DuckDB SELECT statement over the tables described.")
-    columns: list[str] = Field(default_factory=list, description="The table columns the question needs.")
-
-
-class SqlAnswer(BaseModel):
-    answer: str = Field(description="The answer, derived only from the result rows.")
-    supported: bool = Field(description="True only if the result rows answer the question.")
-
-
-SQL_SYSTEM = (
-    "You translate a question about support conversations into ONE read-only DuckDB SELECT statement over "
-    "the schema given in the data. Use only the tables and columns listed; string comparisons should be "
-    "case-insensitive (ILIKE) unless exact values are given. Return the SQL and the columns it needs."
-)
-SQL_ANSWER_SYSTEM = (
-    "You answer a question from the result rows of a SQL query only. Do not use outside knowledge. If the "
-    "rows do not answer the question (empty, or about something else), say so and set supported to false."
-)
-
-
-@dataclass
-class SqlQuestionAnswer:
-    question: str
-    sql: str
-    columns: list[str]
-    rows: list[dict[str, Any]]
-    answer: str
-    supported: bool
-    generated_by: str
-    truncated: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def plan_sql(llm, question: str, schema: str, error: str | None = None) -> SqlPlan:
-    data = f"SCHEMA:\n{schema}\n\nQUESTION:\n{question}"
-    if error:
-        data += f"\n\nYOUR PREVIOUS SQL FAILED WITH:\n{error}\nWrite a corrected statement."
-    return llm.complete(system=SQL_SYSTEM, user_data=data, response_model=SqlPlan, task="ask_sql_plan",
-                        data_tag="question")
-
-
-def answer_from_rows(llm, question: str, sql: str, rows: list[dict[str, Any]]) -> SqlAnswer:
-    shown = json.dumps(rows[:200], default=str, ensure_ascii=False)
-    data = f"QUESTION:\n{question}\n\nSQL:\n{sql}\n\nRESULT ROWS ({len(rows)}):\n{shown}"
-    return llm.complete(system=SQL_ANSWER_SYSTEM, user_data=data, response_model=SqlAnswer,
-                        task="ask_sql_answer", data_tag="result")

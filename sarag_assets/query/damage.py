@@ -3,14 +3,14 @@
 import os
 import re
 
+import duckdb
+
+from sarag_assets.core.publication import PublicationError
+
 
 def damaged_store(exc: BaseException) -> str | None:
     """One line for an error that a damaged, foreign or half-written warehouse or LanceDB folder raises
     (what is wrong and what to run), or None for any other error."""
-    import duckdb
-
-    from sarag_assets.core.publication import PublicationError
-
     first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     first = re.sub(r",?\s*(?:\S*/\.cargo/|/rustc/)\S+", "", first)[:240]  # the library's own source location
     rebuild = "move the home's warehouse.duckdb and lancedb/ aside and rebuild them with `sarag materialize`"
@@ -26,15 +26,12 @@ def damaged_store(exc: BaseException) -> str | None:
     return None
 
 
-def reading_published_copy(load) -> None:
-    """Run `load`, which reads a published warehouse copy: a DuckDB error there (a damaged block names no
-    file) is the published state's, mended by publishing again, not by moving the live warehouse aside."""
-    import duckdb
-
-    from sarag_assets.core.publication import PublicationError
-
+def reading_published_copy(load):
+    """What `load` returns, which reads a published warehouse copy: a DuckDB error there (a damaged block
+    names no file) is the published state's, mended by publishing again, not by moving the live warehouse
+    aside."""
     try:
-        load()
+        return load()
     except duckdb.Error as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:240]
         raise PublicationError(f"the published warehouse copy cannot be read ({first})") from None

@@ -2,7 +2,7 @@
 
 A row's share is the weighted part of the query's named values it holds (`entity_shares`); within the
 table view of the ranking (`query.fusion`) a row is lifted by ``trust² x share`` deviations
-(`RowShares.lift`, trust from `engine.Sarag._table_trust`).
+(`RowShares.lift`, trust from `channels.Channels.table_trust`).
 """
 
 from __future__ import annotations

@@ -163,3 +163,10 @@ class ValueLexicon(TableValues):
                 for key in keys:
                     found[key] = Entity(key[0], self._stored[key], index, len(self._rows[key]), gram)
         return sorted(found.values(), key=lambda e: (e.column, e.value))
+
+
+def understand(query: str | Sequence[Mapping[str, Any]], lexicon: ValueLexicon) -> Query:
+    """The query read (`read_query`) with the table's values it names (`ValueLexicon.find`)."""
+    parsed = read_query(query)
+    parsed.entities = lexicon.find(parsed)
+    return parsed

@@ -12,9 +12,10 @@ import pytest
 
 from sarag_assets.backends.embedded.cues import instruction_score
 from sarag_assets.backends.llm.client import LLMSettings, StructuredLLM
-from sarag_assets.query.answers import GroundedAnswer, SqlAnswer, SqlPlan, uncited_sentences
+from sarag_assets.query.answers import GroundedAnswer, uncited_sentences
 from sarag_assets.query.engine import LLMRequired, Sarag
 from sarag_assets.query.sql import SqlError, SqlRefused
+from sarag_assets.query.text_to_sql import SqlAnswer, SqlPlan
 from sarag_assets_tests.backends.llm.fake_openai_server import (
     Behaviour,
     FakeOpenAIServer,
@@ -69,7 +70,8 @@ RESET = "Reset the router to its factory settings and set up the wireless networ
 
 
 def test_the_closest_conversation_is_not_outvoted_by_two_far_down_the_list(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     rows = _rows(("c1", "true", REINSTALL), ("c2", "false", "Opened a case."), ("c3", None, None),
                  ("c4", "true", RESET), ("c5", "true", RESET))
@@ -83,7 +85,8 @@ def test_the_closest_conversation_is_not_outvoted_by_two_far_down_the_list(engin
 
 
 def test_a_fix_close_conversations_agree_on_comes_first(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     rows = _rows(("c1", "true", RESET), ("c2", "true", REINSTALL), ("c3", "true", RESET))
     answer = extractive_answer(Evidence(rows, [], [], []), [], engine.embedder)
@@ -95,7 +98,8 @@ def test_a_fix_close_conversations_agree_on_comes_first(engine):
 
 
 def test_a_confirmed_fix_goes_before_an_unconfirmed_one_of_similar_support(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     update = "Update the firmware to version 5.1 from the support site."
     rows = _rows(("c1", None, update), ("c2", None, REINSTALL), ("c3", "true", RESET))
@@ -114,7 +118,7 @@ def test_a_list_items_number_stays_with_its_item():
 
 
 def test_an_evidence_id_names_its_conversation_without_being_parsed():
-    from sarag_assets.query.answers import CellEvidence, Evidence, NodeEvidence, Triple
+    from sarag_assets.query.evidence import CellEvidence, Evidence, NodeEvidence, Triple
 
     evidence = Evidence(_rows(("ZD:4711", "true", RESET), ("forum/thread#42", None, None)),
                         [Triple("v", "product", "x", "ZD:4711", 1)],
@@ -132,7 +136,8 @@ def test_a_question_nothing_matches_gets_no_fix(engine):
 
 
 def test_fixes_that_failed_are_offered_only_as_tried_and_the_answer_is_not_supported(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     rows = [{"dialogue_id": d, "score": 1.0, "row": {**row, "resolved": "false"}} for d, row in engine.rows.items()
             if row.get("resolution")][:5]
@@ -144,7 +149,8 @@ def test_fixes_that_failed_are_offered_only_as_tried_and_the_answer_is_not_suppo
 
 
 def test_a_fix_whose_outcome_is_not_recorded_is_offered_as_such(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     unknown = [{"dialogue_id": d, "score": 1.0, "row": {**row, "resolved": None}} for d, row in engine.rows.items()
                if row.get("resolution")][:1]
@@ -154,7 +160,8 @@ def test_a_fix_whose_outcome_is_not_recorded_is_offered_as_such(engine):
 
 
 def test_a_fix_of_several_sentences_cites_each_of_them(engine):
-    from sarag_assets.query.answers import Evidence, extractive_answer
+    from sarag_assets.query.answers import extractive_answer
+    from sarag_assets.query.evidence import Evidence
 
     dialogue_id, row = next((d, r) for d, r in engine.rows.items() if r.get("resolution"))
     row = {**row, "resolved": "true", "resolution": "This looks like a known issue. Reinstall it. Then reboot!"}
@@ -169,7 +176,7 @@ def test_graph_walk_follows_edges_from_the_anchors(engine, built_home):
     dialogue_id, source, target = con.execute(
         "SELECT dialogue_id, source, target FROM graph_edges ORDER BY dialogue_id LIMIT 1").fetchone()
     con.close()
-    from sarag_assets.query.answers import walk_nodes
+    from sarag_assets.query.evidence import walk_nodes
 
     nodes = [{"dialogue_id": dialogue_id, "node_id": n, "issue": "i", "answer": "a", "turn_start": i, "turn_end": i}
              for i, n in enumerate(sorted({source, target, "zz-unlinked"}))]

@@ -276,10 +276,10 @@ def test_engine_dense_channels_match_lancedb_on_the_built_home(engine, generated
     for query in generated_queries[:10]:
         vector = engine.embed(engine.understand(query["turns"]))
         for table in (TABLE_ROWS, ISSUE_DOCUMENTS, SOLUTION_DOCUMENTS):
-            ours = engine._dense(table, vector, 50)
+            ours = engine.channels.search_dense(table, vector, 50)
             theirs = engine.store.vector_search(table, vector, 50)
             assert [d for d, _ in ours] == [h["dialogue_id"] for h in theirs]
             np.testing.assert_allclose([s for _, s in ours], [h["score"] for h in theirs], atol=1e-6)
-    route = engine._clusters()  # shares table_rows' matrix with the dense channel
+    route = engine.channels.cluster_index()  # shares table_rows' matrix with the dense channel
     assert route.semantic is engine.dense.get(TABLE_ROWS).vectors
 

@@ -174,16 +174,16 @@ def test_a_value_the_table_holds_for_few_of_the_conversations_naming_it_pulls_it
 
     table = SearchSettings.only("table_row", "full_text", "table_match")  # the lift acts in the table's vote
     with Sarag(built_home, settings=table) as engine:
-        assert engine._mentions, "the pipeline's value_mentions asset counted the table's values"
+        assert engine.tables.mentions, "the pipeline's value_mentions asset counted the table's values"
         query = next(q for q in generated_queries if q["kind"] == "single" and
                      len(engine.understand(q["turns"]).entities) == 1)
         (entity,) = engine.understand(query["turns"]).entities
         key = normalize(entity.value)
         held = len(engine.lexicon.rows(entity.column, key))
-        assert engine._mentions[key] >= held  # the semantic gate keeps only values the text holds
+        assert engine.tables.mentions[key] >= held  # the semantic gate keeps only values the text holds
         trusted = {h.dialogue_id: h.score for h in engine.search(query["turns"], 20)}
-        engine._mentions[key] = 10 * held  # as if nine in ten conversations naming it had no row holding it
-        assert engine._table_trust(engine.understand(query["turns"])) == pytest.approx(0.1)
+        engine.tables.mentions[key] = 10 * held  # as if nine in ten conversations naming it had no row holding it
+        assert engine.channels.table_trust(engine.understand(query["turns"])) == pytest.approx(0.1)
         doubted = {h.dialogue_id: h.score for h in engine.search(query["turns"], 20)}
     holders = [d for d in trusted if engine.rows[d].get(entity.column) == entity.value and d in doubted]
     assert holders and all(doubted[d] < trusted[d] for d in holders)

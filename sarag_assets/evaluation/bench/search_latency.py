@@ -16,7 +16,8 @@ Where the time goes, measured without changing the engine:
 - `retrieve` with `SearchSettings.only(channel)` for each channel (understanding and the query embedding
   included, the embedding served from the cache, so the channel shows);
 - the stages alone on the same queries: query understanding, the query embedding (cache emptied), each
-  channel's own call with the vector precomputed (`Sarag._dense`, `_text`, `_route`, `_entity_shares`),
+  channel's own call with the vector precomputed (`Sarag.channels`: `search_dense`, `search_text`, `route`,
+  `entity_shares`),
   run one after the other (the engine runs them in a thread pool: on two cores they compete);
 - the same `search` with the query encoded by sentence-transformers in torch instead of the engine's
   ONNX Runtime export (`SARAG_QUERY_RUNTIME`), on the same number of threads.
@@ -149,7 +150,7 @@ def channel_timings(engine, queries, k: int) -> dict[str, dict]:
 
 
 def stage_timings(engine, queries, k: int) -> dict[str, dict]:
-    """Each stage alone, one after the other, on the same queries (private engine calls, read only)."""
+    """Each stage alone, one after the other, on the same queries (the engine's channels, read only)."""
     from sarag_assets.core.indices.store import (
         CONVERSATION_PASSAGES,
         CONVERSATION_TEXTS,
@@ -163,21 +164,22 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
         "understand", "embed (cache emptied)", "passages (dense)", "conversation (dense)",
         "conversation_text (BM25)", "table_row (dense)", "issue (dense)", "solution (dense)",
         "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
+    channels = engine.channels
     for turns in queries:
         ms_u, parsed = _timed(engine.understand, turns)
         _clear_embedding_cache(engine)
         ms_e, vector = _timed(engine.embed, parsed)
         parts = {
             "understand": ms_u, "embed (cache emptied)": ms_e,
-            "passages (dense)": _timed(engine._dense, CONVERSATION_PASSAGES, vector, depth)[0],
-            "conversation (dense)": _timed(engine._dense, CONVERSATION_TEXTS, vector, depth)[0],
-            "conversation_text (BM25)": _timed(engine._text, CONVERSATION_TEXTS, parsed.full_text(), depth)[0],
-            "table_row (dense)": _timed(engine._dense, TABLE_ROWS, vector, depth)[0],
-            "issue (dense)": _timed(engine._dense, ISSUE_DOCUMENTS, vector, depth)[0],
-            "solution (dense)": _timed(engine._dense, SOLUTION_DOCUMENTS, vector, depth)[0],
-            "full_text (BM25)": _timed(engine._text, TABLE_ROWS, parsed.full_text(), depth)[0],
-            "cluster_route": _timed(engine._route, parsed, vector, depth)[0],
-            "table_match (entity shares)": (_timed(engine._entity_shares, parsed)[0]
+            "passages (dense)": _timed(channels.search_dense, CONVERSATION_PASSAGES, vector, depth)[0],
+            "conversation (dense)": _timed(channels.search_dense, CONVERSATION_TEXTS, vector, depth)[0],
+            "conversation_text (BM25)": _timed(channels.search_text, CONVERSATION_TEXTS, parsed.full_text(), depth)[0],
+            "table_row (dense)": _timed(channels.search_dense, TABLE_ROWS, vector, depth)[0],
+            "issue (dense)": _timed(channels.search_dense, ISSUE_DOCUMENTS, vector, depth)[0],
+            "solution (dense)": _timed(channels.search_dense, SOLUTION_DOCUMENTS, vector, depth)[0],
+            "full_text (BM25)": _timed(channels.search_text, TABLE_ROWS, parsed.full_text(), depth)[0],
+            "cluster_route": _timed(channels.route, parsed, vector, depth)[0],
+            "table_match (entity shares)": (_timed(channels.entity_shares, parsed)[0]
                                             if parsed.entities else 0.0),
         }
         for name, ms in parts.items():
@@ -194,12 +196,12 @@ def torch_runtime_timings(engine, queries, k: int) -> dict:
     from sarag_assets.core.encoding.embedder import Embedder
 
     original = engine.embedder
-    engine._embedder = Embedder(original.model_name, runtime="torch", threads=original.threads)
+    engine.embedder = Embedder(original.model_name, runtime="torch", threads=original.threads)
     try:
         time_search(engine, queries[:5], k)
         return summary(time_search(engine, queries, k))
     finally:
-        engine._embedder = original
+        engine.embedder = original
 
 
 # ---- cold start ----------------------------------------------------------------------------------------
