@@ -25,10 +25,6 @@ LAYERS = [
 ]
 TOOLKIT = "evaluation"
 MAX_CLASS_LINES = 300
-# Classes being split elsewhere; each entry goes when its branch merges (the test fails once it is unneeded).
-KNOWN_LONG_CLASSES = {
-    "sarag_assets.query.engine.Sarag",  # split into the query module's parts on branch i63-query
-}
 
 
 def _module_name(path: Path) -> str:
@@ -197,8 +193,7 @@ def test_no_class_is_longer_than_one_reader_can_hold():
     long = {}
     for name, path in _modules().items():
         long.update(_long_classes(path, name))
-    assert {k: v for k, v in long.items() if k not in KNOWN_LONG_CLASSES} == {}
-    assert sorted(KNOWN_LONG_CLASSES - set(long)) == []  # an exception no longer needed is removed
+    assert long == {}
 
 
 def test_the_class_check_measures_a_class_from_its_first_line_to_its_last(tmp_path):
