@@ -14,7 +14,6 @@ from sarag_assets.defs.evaluation import (
     preference_pairs,
     table_quality_report,
 )
-from sarag_assets.defs.executors import executor_for
 from sarag_assets.defs.indices import feature_clusters, lancedb_indices, ranking_calibration, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
@@ -45,6 +44,7 @@ from sarag_assets.defs.structuring import (
     governed_metadata,
     validated_rows,
 )
+from sarag_assets.orchestration.executors import executor_for
 from sarag_assets.settings import Settings
 
 

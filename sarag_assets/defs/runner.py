@@ -164,7 +164,7 @@ class Launcher:
         self.retried: list[str] = []
         self._pool = None  # the processes that orchestrate batch runs at once, kept for the whole pipeline
         if self.on_workers:
-            from sarag_assets.defs.executors import check_workers
+            from sarag_assets.orchestration.executors import check_workers
 
             check_workers(settings)
             # Dagster creates a pool's limit row when a run first claims the pool. Runs that do it at the
