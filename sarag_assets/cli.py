@@ -159,7 +159,7 @@ def cmd_materialize(args) -> int:
 
 
 def _process(home) -> int:
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
 
     os.environ["SARAG_HOME"] = str(home.root)
     _check_stores(home)

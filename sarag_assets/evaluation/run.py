@@ -55,7 +55,7 @@ def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None, progress
         home = Home(root).ensure()
         copy_into_inbox(home, corpus)
         from sarag_assets.definitions import defs
-        from sarag_assets.defs.runner import land_and_process
+        from sarag_assets.orchestration.runner import land_and_process
 
         with _instance(root) as instance:
             run = land_and_process(defs, instance, progress=progress)

@@ -7,7 +7,7 @@ import dagster as dg
 import duckdb
 
 from sarag_assets.core.encoding.embedder import runtime_choice
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 ENCODING_STEPS = ("candidate_schemas", "dialogue_graphs", "lancedb_indices")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import polars as pl
 
 from sarag_assets.core.indices.store import GRAPH_NODES, IndexStore
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 

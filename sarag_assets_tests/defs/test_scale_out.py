@@ -21,7 +21,7 @@ from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
 from sarag_assets.core.ingest.landing import copy_into_inbox
 from sarag_assets.orchestration.executors import WORKER_LOST_AFTER_S
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.evaluation.synthetic import write_corpus
 from sarag_assets.query import Sarag
 from sarag_assets.settings import Home

@@ -8,7 +8,7 @@ import json
 import dagster as dg
 import duckdb
 
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 

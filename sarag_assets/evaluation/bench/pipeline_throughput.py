@@ -5,7 +5,7 @@
 
 It generates `n` conversations (`evaluation.synthetic.write_corpus`), lands them in a fresh home (SARAG_HOME)
 with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and materializes every asset with
-`defs.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
+`orchestration.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
 partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so
 the asset's checks are included; summed over partitions and runs) and divides the conversations the
 asset covered (`n`: every asset sees every conversation once) by it. Against each step's time it sets its
@@ -231,7 +231,7 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
 
     from sarag_assets.core.ingest.landing import copy_into_inbox
     from sarag_assets.defs.resources import EmbedderResource
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
     from sarag_assets.evaluation.synthetic import write_corpus
     from sarag_assets.settings import Home, Settings
 
