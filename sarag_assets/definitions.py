@@ -57,10 +57,9 @@ def build_definitions(settings: Settings) -> dg.Definitions:
             feature_clusters, value_mentions, ranking_calibration, lancedb_indices, staged_state, published_state,
             table_quality_report, preference_pairs, retrieval_evaluation,
         ], owners=[o.strip() for o in settings.asset_owners.split(",")]),
+        # the runner's order where the asset graph leaves steps free (orchestration/pipeline.py)
         jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
-              ranking_calibration_job,
-              optimize_indices_job, publish_job,
-              evaluation_job, retrieval_evaluation_job],
+              ranking_calibration_job, evaluation_job, publish_job, retrieval_evaluation_job, optimize_indices_job],
         sensors=[inbox_sensor, automation_sensor],
         schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
         resources={
