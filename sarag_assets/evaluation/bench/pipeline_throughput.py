@@ -43,8 +43,16 @@ LANCEDB_TABLES = tuple(t for t in TABLES if t != CONVERSATION_TEXTS)
 
 # Steps whose name is not the asset's: the ingest step materializes two assets.
 STEP_ASSETS = {"ingest_batch": "raw_dialogues + quarantine"}
-STEP_ORDER = ("ingest_batch", "candidate_schemas", "pseudo_documents", "dialogue_graphs", "governed_metadata",
-              "validated_rows", "lancedb_indices", "feature_clusters")
+
+
+def step_order(defs) -> list[str]:
+    """The steps (ops, as the event log names them) in the order the runner runs their assets."""
+    import dagster as dg
+
+    from sarag_assets.orchestration.pipeline import Pipeline
+
+    return list(dict.fromkeys(defs.resolve_assets_def(dg.AssetKey.from_user_string(asset)).node_def.name
+                              for step in Pipeline(defs).steps for asset in step.assets))
 
 
 def resident_mb() -> float | None:
@@ -285,7 +293,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
     load_after = os.getloadavg()
 
     assets = []
-    for key in sorted(steps, key=lambda k: (STEP_ORDER.index(k) if k in STEP_ORDER else 99, k)):
+    order = step_order(defs)
+    for key in sorted(steps, key=lambda k: (order.index(k) if k in order else len(order), k)):
         s = steps[key]
         encoding = work.get(key, {"texts": 0, "seconds": 0.0})
         assets.append({
