@@ -107,7 +107,7 @@ def test_the_cycle_check_finds_a_cycle():
 
 
 def test_core_and_backends_import_nothing_above_them():
-    upper = {"defs", "query", "evaluation", "definitions", "cli"}
+    upper = {"defs", "orchestration", "query", "evaluation", "definitions", "cli"}
     wrong = sorted(
         (module, target)
         for module, targets in _graph().items()
@@ -139,9 +139,15 @@ def test_backend_internals_stay_inside_their_backend():
     assert wrong == []
 
 
+def test_defs_hold_definitions_and_never_import_the_orchestration():
+    wrong = sorted((m, t) for m, ts in _graph().items() if _layer(m) == "defs" for t in ts if _layer(t) == "orchestration")
+    assert any(_layer(m) == "orchestration" and _layer(t) == "defs" for m, ts in _graph().items() for t in ts)
+    assert wrong == []
+
+
 def test_the_dagster_layer_holds_no_sql():
     offenders = []
-    files = sorted((PACKAGE / "defs").glob("*.py"))
+    files = sorted((PACKAGE / "defs").glob("*.py")) + sorted((PACKAGE / "orchestration").glob("*.py"))
     assert files
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
