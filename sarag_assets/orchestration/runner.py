@@ -86,8 +86,8 @@ class _Pass:
     """One pass over the pipeline: land the inbox, then each step of the graph whose assets are stale."""
 
     def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, launch: Launcher,
-                 step: Callable[[str], None]):
-        self.defs, self.instance, self.launch, self.step = defs, instance, launch, step
+                 progress: Callable[[str], None]):
+        self.defs, self.instance, self.launch, self.progress = defs, instance, launch, progress
         self.pipeline = Pipeline(defs)
         self.sarag_home = resource(defs, "sarag_home", SaragHome)
         self.outcome = PipelineRun()
@@ -129,7 +129,7 @@ class _Pass:
             outcome.redone.append(f"ingested {len(wanted)} batch(es): new or changed files in the inbox")
         for request, run in launch.each(
                 sensor.job_name, wanted, lambda r: r.partition_key, lambda r: f"ingesting batch {r.partition_key}",
-                self.step, tags=lambda r: {**r.tags, RUN_KEY_TAG: r.run_key}):
+                self.progress, tags=lambda r: {**r.tags, RUN_KEY_TAG: r.run_key}):
             (outcome.batches if run.success else outcome.failed).append(request.partition_key)
 
         # A warehouse moved aside or replaced has lost batches the instance landed: land them again from their
@@ -141,13 +141,13 @@ class _Pass:
             outcome.problems.append(f"{len(self.lost)} landed batches were missing from the warehouse: ingested "
                                     "again from their landed files")
         for key, run in launch.each(sensor.job_name, self.lost, str, lambda k: f"ingesting batch {k} again",
-                                    self.step):
+                                    self.progress):
             (outcome.batches if run.success else outcome.failed).append(key)
 
     def govern(self, step: Step) -> bool:
         why = self.governance_due()
         if why:
-            self.step("governing the metadata")
+            self.progress("governing the metadata")
             self.outcome.redone.append(f"governed the metadata: {why}")
             if not self.launch.run(step.job).success:
                 self.outcome.failed.append("governed_metadata")
@@ -173,7 +173,8 @@ class _Pass:
         if stale:
             self.outcome.redone.append(f"structured the rows of {len(stale)} batch(es): built against another M* "
                                        "or gate setting, or never")
-        for key, run in self.launch.each(step.job, stale, str, lambda k: f"structuring rows of batch {k}", self.step):
+        for key, run in self.launch.each(step.job, stale, str, lambda k: f"structuring rows of batch {k}",
+                                         self.progress):
             (self.outcome.refreshed if run.success else self.outcome.failed).append(key)
         return True
 
@@ -183,7 +184,7 @@ class _Pass:
                     or self.pipeline.outdated(self.instance, "lancedb_indices", key)]
         if to_index:
             self.outcome.redone.append(f"indexed {len(to_index)} batch(es): their rows, documents or graphs changed")
-        for key, run in self.launch.each(step.job, to_index, str, lambda k: f"indexing batch {k}", self.step):
+        for key, run in self.launch.each(step.job, to_index, str, lambda k: f"indexing batch {k}", self.progress):
             (self.outcome.indexed if run.success else self.outcome.failed).append(key)
         return True
 
@@ -198,13 +199,13 @@ class _Pass:
             due = [key for key in self.keys if any(self.pipeline.outdated(self.instance, a, key) for a in step.assets)]
             if due:
                 self.outcome.redone.append(f"{words.done} ({len(due)} batch(es))")
-            for key, run in self.launch.each(step.job, due, str, lambda k: f"{words.running}, batch {k}", self.step,
+            for key, run in self.launch.each(step.job, due, str, lambda k: f"{words.running}, batch {k}", self.progress,
                                              assets=step.selection):
                 if not run.success:
                     self.outcome.failed.append(f"{words.failed} [{key}]")
             return True
         if any(self.pipeline.outdated(self.instance, a) for a in step.assets):
-            self.step(words.running)
+            self.progress(words.running)
             self.outcome.redone.append(words.done)
             if not self.launch.run(step.job, assets=step.selection).success:
                 self.outcome.failed.append(words.failed)
@@ -225,7 +226,7 @@ class _Pass:
             why = "the published state does not open"
         else:
             return True
-        self.step("auditing and publishing")
+        self.progress("auditing and publishing")
         outcome.redone.append(f"audited and published a state: {why}")
         # a batch whose index is out of step with the warehouse (an index step killed between two tables'
         # writes, a table damaged by hand) would fail the audit at every run: none of its inputs changed,
@@ -234,13 +235,13 @@ class _Pass:
         heal = [key for key in publication.batches_out_of_step(home) if key in partitions]
         for key, again in self.launch.each(self.pipeline.job_of("lancedb_indices"), heal, str,
                                            lambda k: f"indexing batch {k} again (its index and warehouse disagreed)",
-                                           self.step):
+                                           self.progress):
             (outcome.indexed if again.success else outcome.failed).append(key)
         if outcome.failed:
             outcome.problems.append(NOTHING_PUBLISHED)
             return True
         if heal:
-            self.step("auditing and publishing")
+            self.progress("auditing and publishing")
         run = self.launch.run(step.job)
         if run.success:
             outcome.published = _published_id(self.instance, run.run_id)
