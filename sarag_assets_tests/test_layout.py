@@ -140,8 +140,9 @@ def test_backend_internals_stay_inside_their_backend():
 
 
 def test_defs_hold_definitions_and_never_import_the_orchestration():
-    wrong = sorted((m, t) for m, ts in _graph().items() if _layer(m) == "defs" for t in ts if _layer(t) == "orchestration")
-    assert any(_layer(m) == "orchestration" and _layer(t) == "defs" for m, ts in _graph().items() for t in ts)
+    graph = _graph()
+    wrong = sorted((m, t) for m, ts in graph.items() if _layer(m) == "defs" for t in ts if _layer(t) == "orchestration")
+    assert any(_layer(m) == "orchestration" and _layer(t) == "defs" for m, ts in graph.items() for t in ts)
     assert wrong == []
 
 
