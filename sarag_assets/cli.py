@@ -159,13 +159,13 @@ def cmd_materialize(args) -> int:
 
 
 def _process(home) -> int:
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
 
     os.environ["SARAG_HOME"] = str(home.root)
     _check_stores(home)
     instance = _dagster_instance(home)
     from sarag_assets.definitions import defs
-    from sarag_assets.defs.executors import NoWorkers
+    from sarag_assets.orchestration.executors import NoWorkers
 
     try:
         with _progress() as progress:
@@ -527,7 +527,7 @@ def cmd_worker(args) -> int:
     os.environ["SARAG_HOME"] = str(settings.home)
     print(f"sarag worker: {args.concurrency} process(es) on {settings.celery_broker}, home {settings.home}",
           file=sys.stderr)
-    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.defs.celery_worker", "worker",
+    command = [sys.executable, "-m", "celery", "-A", "sarag_assets.orchestration.celery_worker", "worker",
                "-Q", settings.celery_queue,
                "--concurrency", str(args.concurrency), "--loglevel", args.loglevel, "-n", args.name]
     os.execv(sys.executable, command)

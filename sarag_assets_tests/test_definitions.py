@@ -94,7 +94,7 @@ def test_kubernetes_is_the_same_graph_with_another_executor_and_a_valid_configur
     from dagster_k8s import k8s_job_executor
 
     from sarag_assets.definitions import build_definitions
-    from sarag_assets.defs.executors import k8s_executor_config
+    from sarag_assets.orchestration.executors import k8s_executor_config
     from sarag_assets.settings import Settings, SettingsError
 
     env = {"SARAG_HOME": str(tmp_path / "home"), "SARAG_EXECUTOR": "k8s",
@@ -121,7 +121,7 @@ def test_a_kubernetes_step_pod_gets_its_settings_from_sarag_toml_alone(tmp_path,
     that environment when a run starts (dagster's parse_env_var) and fails the run when one is missing."""
     from dagster._core.utils import parse_env_var
 
-    from sarag_assets.defs.executors import k8s_executor_config
+    from sarag_assets.orchestration.executors import k8s_executor_config
     from sarag_assets.settings import Settings
 
     home = tmp_path / "home"

@@ -10,12 +10,9 @@ from sarag_assets.core import publication
 from sarag_assets.defs.conditions import ON_COMPLETE_INDICES, ON_DEPENDENCY_CHANGE
 from sarag_assets.defs.resources import DUCKDB_POOL, SaragHome
 
-# governed_metadata too, for the lineage; a change of M* that matters reaches readers through these
-STAGED_FROM = ["lancedb_indices", "feature_clusters", "value_mentions", "ranking_calibration"]
-
-
 @dg.asset(
-    deps=[*STAGED_FROM, "governed_metadata"],
+    # governed_metadata for the lineage: a change of M* that matters reaches readers through the others
+    deps=["lancedb_indices", "feature_clusters", "value_mentions", "ranking_calibration", "governed_metadata"],
     group_name="serving",
     kinds={"duckdb", "lancedb"},
     pool=DUCKDB_POOL,  # holds the warehouse's write lock while it copies

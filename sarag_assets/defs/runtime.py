@@ -10,7 +10,6 @@ from sarag_assets.defs.automation import (
     stale_rows_backfill,
 )
 from sarag_assets.defs.catalog import catalogued
-from sarag_assets.defs.executors import executor_for
 from sarag_assets.defs.indices import feature_clusters, lancedb_indices, ranking_calibration, value_mentions
 from sarag_assets.defs.ingest import ingest_batch
 from sarag_assets.defs.jobs import (
@@ -41,16 +40,16 @@ from sarag_assets.settings import Settings
 
 
 def build_runtime_definitions(settings: Settings) -> dg.Definitions:
-    """The graph, with the executor the settings choose (in_process or celery): one graph for one
-    machine and for many."""
+    """The graph (the executor the settings choose is added above, with `orchestration.executors`: one
+    graph for one machine and for many)."""
     return dg.Definitions(
         assets=catalogued([
             ingest_batch, candidate_schemas, governed_metadata, validated_rows, pseudo_documents, dialogue_graphs,
             feature_clusters, value_mentions, ranking_calibration, lancedb_indices, staged_state, published_state,
         ], owners=owners(settings)),
+        # the runner's order where the asset graph leaves steps free (orchestration/pipeline.py)
         jobs=[ingest_batch_job, govern_metadata_job, refresh_rows_job, index_batch_job, cluster_job, value_mentions_job,
-              ranking_calibration_job,
-              optimize_indices_job, publish_job],
+              ranking_calibration_job, optimize_indices_job, publish_job],
         sensors=[inbox_sensor, automation_sensor],
         schedules=[stale_rows_backfill, cluster_refit_schedule, optimize_indices_schedule],
         resources={
@@ -59,7 +58,6 @@ def build_runtime_definitions(settings: Settings) -> dg.Definitions:
             "structuring": Structuring(),
             "embedder": EmbedderResource(),
         },
-        executor=executor_for(settings),
     )
 
 

@@ -55,8 +55,9 @@ def ingest(root: Path, corpus: Path, env: dict[str, str] | None = None, progress
         home = Home(root).ensure()
         copy_into_inbox(home, corpus)
         from sarag_assets.evaluation.definitions import process_definitions
+        from sarag_assets.orchestration.runner import land_and_process
+
         defs = process_definitions()
-        from sarag_assets.defs.runner import land_and_process
 
         with _instance(root) as instance:
             run = land_and_process(defs, instance, progress=progress)

@@ -8,7 +8,7 @@ import duckdb
 import pytest
 
 from sarag_assets.core.encoding.embedder import runtime_choice
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 pytestmark = pytest.mark.slow

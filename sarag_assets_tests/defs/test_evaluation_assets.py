@@ -12,7 +12,7 @@ import pytest
 
 from sarag_assets.backends.llm.training_pairs import KINDS
 from sarag_assets.core.structuring import governance
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.evaluation.synthetic import write_corpus
 from sarag_assets_tests.conftest import conversation, write_jsonl
 

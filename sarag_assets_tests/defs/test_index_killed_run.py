@@ -26,7 +26,7 @@ import pytest
 
 from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.test_retrieval_pipeline import (
     assert_index_matches_warehouse,

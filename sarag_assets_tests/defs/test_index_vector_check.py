@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from sarag_assets.core.indices.store import GRAPH_NODES, IndexStore
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 pytestmark = pytest.mark.slow

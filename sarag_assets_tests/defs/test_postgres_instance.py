@@ -11,7 +11,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import write_jsonl
 from sarag_assets_tests.defs.scale_out import postgres_database
 from sarag_assets_tests.defs.test_retrieval_pipeline import chat

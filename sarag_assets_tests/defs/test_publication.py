@@ -21,7 +21,7 @@ import pytest
 from sarag_assets.cli import main
 from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLES, IndexStore
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.query.engine import HomeNotReady, Sarag, StateRetired
 from sarag_assets.query.sql import run_select
 from sarag_assets.settings import Home

@@ -11,7 +11,7 @@ from sarag_assets.core import publication, warehouse
 from sarag_assets.core.encoding.embedder import default_embedder
 from sarag_assets.core.indices.documents import text_index_rows
 from sarag_assets.core.indices.store import TABLES, IndexStore
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.query.engine import Sarag, SearchSettings
 from sarag_assets_tests.conftest import conversation, write_jsonl
 

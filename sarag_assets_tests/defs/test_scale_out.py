@@ -20,8 +20,8 @@ import pytest
 from sarag_assets.core import publication
 from sarag_assets.core.indices.store import TABLE_ROWS, TABLES, IndexStore
 from sarag_assets.core.ingest.landing import copy_into_inbox
-from sarag_assets.defs.executors import WORKER_LOST_AFTER_S
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.executors import WORKER_LOST_AFTER_S
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.evaluation.synthetic import write_corpus
 from sarag_assets.query import Sarag
 from sarag_assets.settings import Home
@@ -382,7 +382,7 @@ class _FakeApp:
 
 
 def test_a_step_whose_worker_stops_answering_fails_after_the_wait_not_before():
-    from sarag_assets.defs.executors import WatchedStep, WorkerLost
+    from sarag_assets.orchestration.executors import WatchedStep, WorkerLost
 
     app = _FakeApp()
     step = WatchedStep(_FakeResult(), app, "lancedb_indices", lost_after_s=0.3, check_every_s=0.0)

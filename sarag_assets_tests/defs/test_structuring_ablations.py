@@ -14,7 +14,7 @@ import pytest
 
 from sarag_assets.core.structuring import governance
 from sarag_assets.core.structuring.tables import GATES_SKIPPED
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets.evaluation.synthetic import write_corpus
 from sarag_assets_tests.backends.llm.fake_openai_server import (
     Behaviour,

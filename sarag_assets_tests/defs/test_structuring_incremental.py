@@ -9,7 +9,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.conftest import conversation, write_jsonl
 
 pytestmark = pytest.mark.slow

@@ -7,7 +7,7 @@ import dagster as dg
 import duckdb
 import pytest
 
-from sarag_assets.defs.runner import land_and_process
+from sarag_assets.orchestration.runner import land_and_process
 from sarag_assets_tests.backends.llm.fake_openai_server import Behaviour, FakeOpenAIServer, user_text
 from sarag_assets_tests.backends.llm.scripted_model import ScriptedModel
 from sarag_assets_tests.conftest import conversation, write_jsonl

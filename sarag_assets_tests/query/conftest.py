@@ -19,7 +19,7 @@ N_CONVERSATIONS, SEED = 240, 5
 @pytest.fixture(scope="package")
 def built_home(tmp_path_factory) -> Home:
     """`sarag demo`'s path: generated corpus -> inbox -> sensor -> every asset, on a temporary instance."""
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
 
     root = tmp_path_factory.mktemp("query_home")
     saved = {k: v for k, v in os.environ.items() if k.startswith("SARAG_") and k != "SARAG_MODEL_CACHE"}

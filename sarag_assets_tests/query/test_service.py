@@ -440,7 +440,7 @@ def test_conversation_ids_holding_colons_hashes_and_slashes_open_and_are_cited(h
     from urllib.parse import quote
 
     from sarag_assets.core.ingest.landing import copy_into_inbox
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
     from sarag_assets_tests.conftest import write_jsonl
 
     def fixed(dialogue_id, opening):

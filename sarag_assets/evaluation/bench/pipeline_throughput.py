@@ -5,7 +5,7 @@
 
 It generates `n` conversations (`evaluation.synthetic.write_corpus`), lands them in a fresh home (SARAG_HOME)
 with a Dagster instance under it (DAGSTER_HOME = <home>/dagster_home), and materializes every asset with
-`defs.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
+`orchestration.runner.land_and_process`, as `sarag demo` does. SARAG_BATCH_SIZE (`--batch-size`) cuts the corpus into
 partitions. Then it reads each step's duration from the Dagster event log (start to end of the step, so
 the asset's checks are included; summed over partitions and runs) and divides the conversations the
 asset covered (`n`: every asset sees every conversation once) by it. Against each step's time it sets its
@@ -43,8 +43,16 @@ LANCEDB_TABLES = tuple(t for t in TABLES if t != CONVERSATION_TEXTS)
 
 # Steps whose name is not the asset's: the ingest step materializes two assets.
 STEP_ASSETS = {"ingest_batch": "raw_dialogues + quarantine"}
-STEP_ORDER = ("ingest_batch", "candidate_schemas", "pseudo_documents", "dialogue_graphs", "governed_metadata",
-              "validated_rows", "lancedb_indices", "feature_clusters")
+
+
+def step_order(defs) -> list[str]:
+    """The steps (ops, as the event log names them) in the order the runner runs their assets."""
+    import dagster as dg
+
+    from sarag_assets.orchestration.pipeline import Pipeline
+
+    return list(dict.fromkeys(defs.resolve_assets_def(dg.AssetKey.from_user_string(asset)).node_def.name
+                              for step in Pipeline(defs).steps for asset in step.assets))
 
 
 def resident_mb() -> float | None:
@@ -231,7 +239,7 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
 
     from sarag_assets.core.ingest.landing import copy_into_inbox
     from sarag_assets.defs.resources import EmbedderResource
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
     from sarag_assets.evaluation.synthetic import write_corpus
     from sarag_assets.settings import Home, Settings
 
@@ -286,7 +294,8 @@ def measure(n: int, seed: int, home_dir: str | None = None, batch_size: int = 25
     load_after = os.getloadavg()
 
     assets = []
-    for key in sorted(steps, key=lambda k: (STEP_ORDER.index(k) if k in STEP_ORDER else 99, k)):
+    order = step_order(defs)
+    for key in sorted(steps, key=lambda k: (order.index(k) if k in order else len(order), k)):
         s = steps[key]
         encoding = work.get(key, {"texts": 0, "seconds": 0.0})
         assets.append({

@@ -2,7 +2,6 @@
 
     python -m sarag_assets.evaluation.bench.search_latency --home DIR [--queries FILE] [--n-queries 200] [--k 10]
     python -m sarag_assets.evaluation.bench.search_latency --home OUT --replicate-from BASE --replicas 10   # build, then measure
-    python -m sarag_assets.evaluation.bench.search_latency --home OUT --build-core N --seed S --metadata-from HOME  # build only
 
 Measuring: it opens `sarag_assets.query.engine.Sarag(home)` (timed), warms up with a few queries that are
 not in the measured set (the first one reads the dense vectors and builds the cluster route's index,
@@ -40,10 +39,9 @@ does on a first fit) and stored in cluster_models / cluster_assignments / cluste
 are its original's: full-text posting lists grow R times, as R times more conversations of the same
 generator would make them, but BM25 scores of copies tie. It is a latency fixture, not a quality one.
 
-`--build-core N` builds a home of N distinct generated conversations with the stages' core functions and
-no Dagster, reusing the governed metadata of another home (`build_core_home` says which steps run). On
-this machine it needs ~55 ms of pure-Python structuring per conversation plus the embedding of three
-texts per conversation, so it is for homes of a few thousand conversations, or for a quiet machine.
+A home of N distinct generated conversations is built by the real assets, through the runner of `sarag
+materialize`: `python -m sarag_assets.evaluation.bench.pipeline_throughput --n N --seed S --home DIR`; then
+measure it here with `--home DIR --queries DIR/generated/queries.jsonl`.
 """
 
 from __future__ import annotations
@@ -384,150 +382,6 @@ def build_replicated_home(base: Path, out: Path, replicas: int, *, noise_cos: fl
     return report
 
 
-def build_core_home(out: Path, n: int, seed: int, metadata_from: Path, *, batch_size: int = 2500,
-                    graphs: bool = False, torch_threads: int | None = 1, log=print) -> dict:
-    """A home for `n` generated conversations made by the stages' core functions, without Dagster.
-
-    What each asset does, in order, per batch of `batch_size`: `evaluation.synthetic.write_corpus` (corpus and
-    queries under <out>/generated/n<n>-seed<seed>/), `parse_file` + `build_batch` (raw_dialogues, redacted),
-    `validated_row_records` against the governed metadata M* copied from `metadata_from` (a home the real
-    pipeline governed: candidate schemas and governance, about 0.2-0.6 s per conversation here, are not
-    run), `pseudo_document_rows`, `dialogue_graph_rows` only with `graphs` (not on the search path;
-    ~60 ms per conversation), `batch_index_rows` + the embedder + `IndexStore.replace_batch` +
-    `ensure_indices` (what lancedb_indices does; graph_nodes only with `graphs`), and last
-    `update_clusters` (what feature_clusters does on a first fit). `torch_threads` only sets how many
-    threads encode (the vectors are the same)."""
-    import polars as pl
-
-    from sarag_assets.backends.embedded import EmbeddedBackend
-    from sarag_assets.core import publication, warehouse
-    from sarag_assets.core.encoding.embedder import Embedder
-    from sarag_assets.core.indices.cluster_updates import (
-        save_cluster_update,
-        update_clusters,
-    )
-    from sarag_assets.core.indices.documents import (
-        batch_index_rows,
-        linearized_rows,
-        with_vectors,
-    )
-    from sarag_assets.core.indices.store import GRAPH_NODES, IndexStore
-    from sarag_assets.core.ingest.landing import BatchManifest
-    from sarag_assets.core.ingest.parsers import parse_file
-    from sarag_assets.core.ingest.raw_dialogues import build_batch
-    from sarag_assets.core.refinement.tables import (
-        dialogue_graph_rows,
-        pseudo_document_rows,
-    )
-    from sarag_assets.core.structuring.interface import GovernedMetadata
-    from sarag_assets.core.structuring.tables import (
-        conversations_from_raw,
-        validated_row_records,
-    )
-    from sarag_assets.evaluation.synthetic import CORPUS_FILE, write_corpus
-    from sarag_assets.settings import Home
-
-    if torch_threads:
-        import torch
-
-        torch.set_num_threads(torch_threads)
-    home = Home(Path(out))
-    if home.warehouse.exists() or home.lancedb.exists():
-        raise SystemExit(f"{out} already holds a warehouse or LanceDB folder; pick an empty directory")
-    home.ensure()
-    seconds: dict[str, float] = {}
-    t = time.perf_counter()
-    corpus_dir = Path(out) / "generated" / f"n{n}-seed{seed}"
-    write_corpus(corpus_dir, n, seed)
-    seconds["generate"] = round(time.perf_counter() - t, 1)
-    with warehouse.connect(Home(Path(metadata_from)).warehouse, read_only=True) as con:
-        state = con.execute("SELECT version, state_json, saved_at FROM governance_state "
-                            "ORDER BY saved_at DESC, version DESC LIMIT 1").fetchone()
-    metadata = GovernedMetadata.model_validate_json(state[1])
-    with warehouse.connect(home.warehouse) as con:
-        warehouse.ensure_schema(con)
-        warehouse.append_rows(con, "governance_state", pl.DataFrame([{
-            "version": state[0], "state_json": state[1], "saved_at": state[2]}]))
-        warehouse.refresh_conversation_table(con, [(c.name, c.type) for c in metadata.columns])
-    backend = EmbeddedBackend()
-    embedder = Embedder()
-    store = IndexStore(str(home.lancedb), dimension=embedder.dimension)
-    landed_at = datetime.now(timezone.utc).isoformat()
-    starts = list(range(0, n, batch_size))
-    for chunk, start in enumerate(starts):
-        end = min(n, start + batch_size)
-        key = f"synthetic-n{n}-seed{seed}-part{chunk + 1:03d}of{len(starts):03d}"
-        manifest = BatchManifest(key, CORPUS_FILE, str(corpus_dir / CORPUS_FILE), "bulk", None, start, end,
-                                 chunk, len(starts), landed_at)
-        step: dict[str, float] = {}
-        t = time.perf_counter()
-        batch = build_batch(parse_file(corpus_dir / CORPUS_FILE, None, record_range=(start, end)), manifest)
-        conversations = conversations_from_raw(batch.raw_dialogues)
-        step["ingest"] = time.perf_counter() - t
-        t = time.perf_counter()
-        rows = validated_row_records(key, conversations, metadata, warehouse.empty_frame("validated_rows"), backend)
-        step["validated_rows"] = time.perf_counter() - t
-        t = time.perf_counter()
-        documents = pseudo_document_rows(key, conversations, backend)
-        step["pseudo_documents"] = time.perf_counter() - t
-        t = time.perf_counter()
-        if graphs:
-            nodes, edges = dialogue_graph_rows(key, conversations, backend)
-            nodes = nodes.frame
-        else:
-            nodes, edges = warehouse.empty_frame("graph_nodes"), warehouse.empty_frame("graph_edges")
-        step["dialogue_graphs"] = time.perf_counter() - t
-        t = time.perf_counter()
-        with warehouse.connect(home.warehouse) as con:
-            warehouse.replace_batch(con, "raw_dialogues", key, batch.raw_dialogues)
-            warehouse.replace_batch(con, "validated_rows", key, rows.frame)
-            warehouse.replace_batch(con, "pseudo_documents", key, documents.frame)
-            warehouse.replace_batch(con, "graph_nodes", key, nodes)
-            warehouse.replace_batch(con, "graph_edges", key, edges)
-            current_ids = {d for (d,) in con.execute(
-                "SELECT dialogue_id FROM current_dialogue_versions WHERE batch_key = ?", [key]).fetchall()}
-            table = con.execute("SELECT * FROM conversation_table WHERE batch_key = ?", [key]).pl()
-        step["duckdb"] = time.perf_counter() - t
-        index_rows = batch_index_rows(linearized_rows(table, [c.name for c in metadata.columns]), documents.frame,
-                                      nodes, current_ids)
-        t = time.perf_counter()
-        encoded = 0
-        for name, frame in index_rows.tables.items():
-            if name == GRAPH_NODES and not graphs:
-                continue
-            vectors = embedder.encode(frame["text"].to_list())
-            encoded += frame.height
-            store.replace_batch(name, key, with_vectors(frame, vectors), superseded_dialogue_ids=current_ids)
-        step["embed+lancedb"] = time.perf_counter() - t
-        for name, value in step.items():
-            seconds[name] = round(seconds.get(name, 0.0) + value, 1)
-        log(f"batch {key}: {end - start} conversations, {encoded} texts encoded; "
-            + ", ".join(f"{k} {v:.0f}s" for k, v in step.items()) + f"; load {_load()}", flush=True)
-    t = time.perf_counter()
-    for name in store.tables():
-        store.ensure_indices(name)
-    seconds["ensure_indices"] = round(time.perf_counter() - t, 1)
-    t = time.perf_counter()
-    with warehouse.connect(home.warehouse, read_only=True) as con:
-        table = con.execute("SELECT * FROM conversation_table").pl()
-    update = update_clusters(None, linearized_rows(table, [c.name for c in metadata.columns]),
-                             warehouse.empty_frame("cluster_assignments"), embedder=embedder)
-    with warehouse.connect(home.warehouse) as con:
-        save_cluster_update(con, update)
-    seconds["feature_clusters"] = round(time.perf_counter() - t, 1)
-    t = time.perf_counter()
-    publication.promote(home, publication.stage(home).id)  # readers open published states only
-    seconds["publish"] = round(time.perf_counter() - t, 1)
-    report = {"procedure": "core functions without Dagster (build_core_home)", "n": n, "seed": seed,
-              "metadata_from": str(Path(metadata_from).resolve()), "metadata_version": state[0],
-              "metadata_columns": [c.name for c in metadata.columns], "graphs": graphs, "batch_size": batch_size,
-              "torch_threads": torch_threads, "lancedb_rows": {t: store.counts(t) for t in store.tables()},
-              "texts_encoded": embedder.encoded, "seconds": seconds,
-              "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    (home.reports / "core_built_home.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
-    return report
-
-
 # ---- the run -------------------------------------------------------------------------------------------
 
 def _corpus_size(engine) -> dict:
@@ -626,19 +480,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicate-from", metavar="BASE", help="first build --home from BASE (see the docstring)")
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--noise-cos", type=float, default=0.9)
-    parser.add_argument("--build-core", type=int, metavar="N", help="first build --home from N generated "
-                        "conversations with the core functions (see build_core_home)")
-    parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--metadata-from", metavar="HOME", help="with --build-core: the governed home whose M* is used")
-    parser.add_argument("--graphs", action="store_true", help="with --build-core: also build the dialogue graphs")
     args = parser.parse_args(argv)
     home = Path(args.home)
-    if args.build_core:
-        if not args.metadata_from:
-            parser.error("--build-core needs --metadata-from HOME")
-        built = build_core_home(home, args.build_core, args.seed, Path(args.metadata_from), graphs=args.graphs)
-        print(json.dumps(built, indent=1), flush=True)
-        return 0
     if args.replicate_from:
         built = build_replicated_home(Path(args.replicate_from), home, args.replicas, noise_cos=args.noise_cos)
         print(json.dumps(built, indent=1), flush=True)

@@ -5,7 +5,7 @@
 
 It generates `n` conversations, starts `FakeOpenAIServer` answering every request after `--delay` seconds
 (the scripted model of `scripted_model.py`), points the LLM backend at it and materializes every asset
-through the real Dagster definitions (`defs.runner.land_and_process`). For each structuring and refinement
+through the real Dagster definitions (`orchestration.runner.land_and_process`). For each structuring and refinement
 step it reads the step's duration from the event log and the LLM calls, retries, tokens, cache hits and
 concurrency from its metadata, and sets the time against the ideal: calls x delay / concurrency, what the
 calls would take if `concurrency` of them were always in flight and nothing else cost time.
@@ -72,7 +72,7 @@ def measure(n: int, seed: int, delay: float, concurrency: int, rate: float | Non
     import dagster as dg
 
     from sarag_assets.core.ingest.landing import copy_into_inbox
-    from sarag_assets.defs.runner import land_and_process
+    from sarag_assets.orchestration.runner import land_and_process
     from sarag_assets.evaluation.bench.pipeline_throughput import LoadSampler, step_durations
     from sarag_assets.evaluation.synthetic import write_corpus
     from sarag_assets.settings import Home

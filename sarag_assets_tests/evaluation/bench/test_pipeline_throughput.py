@@ -1,8 +1,9 @@
-"""The pipeline benchmark's sample of the index texts, on which the model's own rate is timed."""
+"""The pipeline benchmark's sample of the index texts, on which the model's own rate is timed, and the order
+of its steps."""
 
 from __future__ import annotations
 
-from sarag_assets.evaluation.bench.pipeline_throughput import spread_sample
+from sarag_assets.evaluation.bench.pipeline_throughput import spread_sample, step_order
 
 GROUPS = [
     ("b1", "conversation_texts", [f"long {i}" for i in range(10)]),
@@ -31,3 +32,11 @@ def test_the_sample_keeps_each_groups_order_and_texts():
 def test_a_sample_as_large_as_the_texts_is_all_of_them():
     assert spread_sample(GROUPS, 100) == GROUPS
     assert spread_sample(GROUPS, 0) == GROUPS
+
+
+def test_the_steps_are_reported_in_the_order_the_runner_runs_them(defs):
+    order = step_order(defs)
+    assert order[:2] == ["ingest_batch", "candidate_schemas"]  # the ingest op writes raw_dialogues and quarantine
+    assert order.index("governed_metadata") < order.index("validated_rows") < order.index("lancedb_indices")
+    assert order.index("lancedb_indices") < order.index("staged_state") < order.index("retrieval_evaluation")
+    assert len(order) == len(set(order)) == 15
