@@ -107,6 +107,7 @@ def test_init_writes_the_defaults_once_and_a_bad_setting_stops_with_one_line(tmp
     assert not (home / "inbox" / "sarag.toml").exists()
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 @pytest.mark.parametrize("damage", ["garbage", "directory", "missing copy", "unpublished", "no home", "foreign"])
 def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(tmp_path, damage):
     home = tmp_path / "home"
@@ -139,6 +140,7 @@ def test_a_damaged_or_missing_warehouse_is_one_line_from_every_reading_command(t
         assert "has lost its warehouse copy" in sql.stderr
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_a_home_that_is_a_file_is_one_line_from_every_command(tmp_path):
     home = tmp_path / "home"
     home.write_text("not a folder")
@@ -155,6 +157,7 @@ def test_a_home_that_is_a_file_is_one_line_from_every_command(tmp_path):
     assert home.read_text() == "not a folder"
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 @pytest.mark.parametrize("damage", ["garbage", "directory"])
 def test_materialize_on_a_damaged_warehouse_is_one_line_before_any_step(tmp_path, damage):
     home = tmp_path / "home"

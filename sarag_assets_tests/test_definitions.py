@@ -46,6 +46,7 @@ def test_asset_graph_matches_the_reviewed_snapshot(defs):
     )
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_workspace_and_instance_config_load(tmp_path):
     (tmp_path / "dagster.yaml").write_text((ROOT / "dagster.yaml").read_text())
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path)}

@@ -114,6 +114,7 @@ def test_the_default_file_loads_to_the_defaults_and_names_every_setting(tmp_path
             assert f"# {name} = " in text and f"SARAG_{name.upper()}" in text
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_an_invalid_setting_stops_the_dagster_code_location_from_loading(tmp_path):
     import os
     import subprocess

@@ -238,6 +238,7 @@ def _shared_instance(tmp_path: Path) -> tuple[dg.DagsterInstance, Path]:
     return dg.DagsterInstance.from_config(str(dagster_home)), dagster_home
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_a_stage_killed_while_copying_leaves_no_part_file_after_the_next_run(tmp_path):
     from sarag_assets.core import warehouse
 

@@ -175,6 +175,7 @@ def test_the_cli_ends_a_statement_duckdb_cannot_interrupt_with_the_same_line(war
         "sarag: error: stopped after 1 s, the time limit for a statement (setting sql_timeout_s)"]
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_a_long_lived_reader_ends_such_a_statement_and_goes_on_answering(warehouse):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -193,6 +194,7 @@ def test_a_long_lived_reader_ends_such_a_statement_and_goes_on_answering(warehou
         isolated.close()
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_a_runaway_statement_fails_no_statement_that_kept_to_its_limit(warehouse):
     """Four statements DuckDB cannot interrupt and one quick count, sent at once: the runaways are ended, each
     with its own process; the count, whose limit is shorter than its wait for a process, answers."""

@@ -61,6 +61,7 @@ def conversation(dialogue_id: str, *turns: tuple[str, str]) -> ConversationInput
 # --- propose / normalize / score on real conversations -----------------------------------------------
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_propose_normalize_score_on_real_fixtures(backend, real_conversations):
     for conv in real_conversations:
         proposed = backend.propose_columns(conv)
@@ -331,6 +332,7 @@ def test_the_steps_backends_share_one_analysis_per_conversation_and_model(monkey
     assert rows_step.analysis(edited, gist=False) is not first and analysed == [1, 1]
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_generated_conversations_pass_the_gates(backend):
     synthetic = pytest.importorskip("sarag_assets.evaluation.synthetic")
     from sarag_assets.core.structuring.gates import semantic_gate, structural_gate

@@ -671,6 +671,7 @@ def test_real_samples(embedder):
     assert len(airpods.nodes) == 3 and {e.relation for e in airpods.edges} == {"elaborates"}
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_generated_conversations(embedder):
     conversations = _generated_conversations(60)
     multi = 0

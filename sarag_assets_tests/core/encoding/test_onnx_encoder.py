@@ -45,6 +45,7 @@ def fresh_encoders(monkeypatch):
     monkeypatch.setattr(onnx_encoder, "_ENCODERS", {})
 
 
+@pytest.mark.slow  # over 8 s: subprocesses or the model on many texts
 def test_onnx_vectors_equal_torch_vectors(tmp_path, fresh_encoders):
     encoder = load(model_path(DEFAULT_MODEL), lambda: _load(DEFAULT_MODEL), cache_dir=tmp_path)
     onnx = encoder.encode(TEXTS)
