@@ -107,7 +107,7 @@ def test_the_rates_drive_the_conversations():
     single = [item for item in plan if item.secondary < 0]
 
     def truths(**rates):
-        chosen = replace(RATES, **rates)
+        chosen = replace(RATES, dialogue=replace(RATES.dialogue, **rates))
         return [render(item, world, 5, chosen)[1] for item in single]
 
     assert all(t["noise"]["offtopic"] == 1 for t in truths(chatter=1.0))

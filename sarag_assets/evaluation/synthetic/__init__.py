@@ -10,8 +10,9 @@ Zipf-skewed, so many conversations share an issue; hard negatives exist by const
 symptom on other products, the same product and symptom on another version with another cause).
 Conversations are rendered from templates with the noise of real logs (greetings, chatter, typos, facts
 spread over turns, corrections, failed fixes, second issues, PII, unresolved endings, channel styles).
-How often each of these happens is one frozen object, `rates.DialogueRates`; a conversation is a
-`dialogue.Scene` written move by move (`course`, `facts`, `agent_lines`) and realized as turns (`turns`).
+How often each of these happens is one frozen object, `rates.GeneratorRates` (a part per stage), passed
+down from `generate`; a conversation is a `dialogue.Scene` written move by move (`course`, `facts`,
+`agent_lines`) and realized as turns (`turns`).
 Pure Python and the standard library; no Dagster.
 """
 
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Iterator
 
 from .queries import build_queries, query_count
+from .rates import RATES, GeneratorRates
 from .rendering import render
 from .world import DOMAINS, PlanItem, World, build_plan, build_world
 
@@ -48,23 +50,24 @@ def _check(n: int, seed: int) -> None:
         raise ValueError(f"seed must be an integer, got {seed!r}")
 
 
-def _world_and_plan(n: int, seed: int) -> tuple[World, list[PlanItem]]:
+def _world_and_plan(n: int, seed: int, rates: GeneratorRates = RATES) -> tuple[World, list[PlanItem]]:
     _check(n, seed)
     world = build_world(n, seed)
     return world, build_plan(world, n, seed)
 
 
-def iter_corpus(world: World, plan: list[PlanItem], seed: int) -> Iterator[tuple[dict, dict]]:
+def iter_corpus(world: World, plan: list[PlanItem], seed: int,
+                rates: GeneratorRates = RATES) -> Iterator[tuple[dict, dict]]:
     """(conversation, truth) pairs in corpus order; each depends only on its plan item and the seed."""
     for item in plan:
-        yield render(item, world, seed)
+        yield render(item, world, seed, rates)
 
 
-def generate(n: int, seed: int) -> SyntheticCorpus:
+def generate(n: int, seed: int, rates: GeneratorRates = RATES) -> SyntheticCorpus:
     """The whole benchmark in memory (fine up to tens of thousands of conversations)."""
-    world, plan = _world_and_plan(n, seed)
+    world, plan = _world_and_plan(n, seed, rates)
     out = SyntheticCorpus()
-    for conv, truth in iter_corpus(world, plan, seed):
+    for conv, truth in iter_corpus(world, plan, seed, rates):
         out.conversations.append(conv)
         out.truth.append(truth)
     out.queries = build_queries(world, plan, n, seed)
@@ -75,9 +78,9 @@ def _dumps(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
 
 
-def write_corpus(out_dir: str | os.PathLike, n: int, seed: int) -> dict:
+def write_corpus(out_dir: str | os.PathLike, n: int, seed: int, rates: GeneratorRates = RATES) -> dict:
     """Write corpus.jsonl, queries.jsonl and truth.jsonl under out_dir (streamed); return a summary."""
-    world, plan = _world_and_plan(n, seed)
+    world, plan = _world_and_plan(n, seed, rates)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     by_domain: Counter = Counter()
@@ -89,7 +92,7 @@ def write_corpus(out_dir: str | os.PathLike, n: int, seed: int) -> dict:
     ):
         buf_c: list[str] = []
         buf_t: list[str] = []
-        for conv, truth in iter_corpus(world, plan, seed):
+        for conv, truth in iter_corpus(world, plan, seed, rates):
             buf_c.append(_dumps(conv))
             buf_t.append(_dumps(truth))
             by_domain[truth["domain"]] += 1

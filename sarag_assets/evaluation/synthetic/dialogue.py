@@ -18,7 +18,7 @@ from . import phrases as P
 from .catalog_orders import CARRIERS, PAYMENTS
 from .grammar import capitalize, decapitalize, expand, pick
 from .model import Domain, Issue
-from .rates import RATES, DialogueRates
+from .rates import RATES, GeneratorRates
 from .world import DOMAIN_BY_NAME, EPOCH, PlanItem, World
 
 MAX_TURNS = 25
@@ -62,9 +62,9 @@ def _iso(seconds: int) -> str:
 class Scene:
     """The issue, the customer and the agent, the values the conversation may state, and its random stream."""
 
-    def __init__(self, item: PlanItem, world: World, seed: int, rates: DialogueRates = RATES) -> None:
+    def __init__(self, item: PlanItem, world: World, seed: int, rates: GeneratorRates = RATES) -> None:
         self.rng = rng = Random((seed % 2**32) * 2_654_435_761 + item.position * 97 + 5)
-        self.rates = rates
+        self.rates = dialogue = rates.dialogue
         self.item = item
         self.issue: Issue = world.issues[item.issue]
         self.secondary: Issue | None = world.issues[item.secondary] if item.secondary >= 0 else None
@@ -78,9 +78,9 @@ class Scene:
         self.version = rng.choice(iss.versions) if iss.versions else None
         self.option = rng.choice(iss.options) if iss.options else None
         separator = rng.choice(('.', '_', ''))
-        digits = rng.randrange(1, 99) if rng.random() < rates.email_with_number else ''
+        digits = rng.randrange(1, 99) if rng.random() < dialogue.email_with_number else ''
         email = f"{first.lower()}{separator}{last.lower()}{digits}@{rng.choice(P.EMAIL_DOMAINS)}"
-        if rng.random() < rates.us_phone:
+        if rng.random() < dialogue.us_phone:
             phone = f"+1 ({rng.randrange(201, 989)}) 555-01{rng.randrange(0, 100):02d}"
         else:
             phone = f"+44 7700 900{rng.randrange(0, 1000):03d}"
@@ -105,8 +105,8 @@ class Scene:
         self.extras = ex
         if prod.model and self.dom.name in ("telecom", "orders"):
             r = rng.random()
-            prod_ref = (prod.name if r < rates.product_ref_name else prod.model if r < rates.product_ref_name_or_model
-                        else f"{prod.name} ({prod.model})")
+            prod_ref = (prod.name if r < dialogue.product_ref_name
+                        else prod.model if r < dialogue.product_ref_name_or_model else f"{prod.name} ({prod.model})")
         else:
             prod_ref = prod.name
         self.slots: dict[str, Any] = {
@@ -136,7 +136,7 @@ class Scene:
             "ticket": f"#{rng.randrange(100000, 999999)}",
             **iss.params,
         }
-        self.lower_user = self.ch == "chat" and rng.random() < rates.lowercase_chat_user
+        self.lower_user = self.ch == "chat" and rng.random() < dialogue.lowercase_chat_user
 
     def x(self, template: str, **extra: Any) -> list:
         slots = {**self.slots, **extra} if extra else self.slots

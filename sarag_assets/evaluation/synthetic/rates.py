@@ -1,6 +1,8 @@
-"""How often each thing happens in a rendered conversation: every probability of the dialogue generator, named
-and documented in one frozen object. Each is the chance of one draw of the conversation's random stream, in
-the order the conversation is written; changing one changes the corpus of every seed."""
+"""How often each thing happens in the generated benchmark: every probability of the generator, named and
+documented in one frozen object, `GeneratorRates`, made of one part per stage. Each is the chance of one draw
+of that stage's random stream, in the order the stage draws; changing one changes the output of every seed.
+The catalogues keep what belongs to their entries (a domain's share of the corpus and its channel mix, an
+archetype's share of issues with an error code)."""
 
 from __future__ import annotations
 
@@ -23,6 +25,8 @@ class PerChannel:
 
 @dataclass(frozen=True)
 class DialogueRates:
+    """The rendering of one conversation (dialogue, course, facts, agent_lines, turns, rendering)."""
+
     # -- the customer and the values of the conversation
     email_with_number: float = 0.5  # the customer's e-mail address has digits after the name
     us_phone: float = 0.7  # the phone number is American, else British
@@ -109,4 +113,11 @@ class DialogueRates:
     chat_agent_full_name: float = 0.5  # a named chat agent signs with an initial (forum and ticket always)
 
 
-RATES = DialogueRates()
+@dataclass(frozen=True)
+class GeneratorRates:
+    """Every probability of the generator, one part per stage."""
+
+    dialogue: DialogueRates = DialogueRates()
+
+
+RATES = GeneratorRates()

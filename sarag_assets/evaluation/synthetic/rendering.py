@@ -7,7 +7,7 @@ from __future__ import annotations
 from . import phrases as P
 from .course import Course
 from .dialogue import AGENT_ROLES, EXTRA_FIELDS, USER_ROLES, Scene, Script, _iso
-from .rates import RATES, DialogueRates
+from .rates import RATES, GeneratorRates
 from .turns import turns as written_turns
 from .world import PlanItem, World
 
@@ -36,19 +36,19 @@ def _find(text: str, value: str | None, version_like: bool = False) -> bool:
         start = i + 1
 
 
-def render(item: PlanItem, world: World, seed: int, rates: DialogueRates = RATES) -> tuple[dict, dict]:
+def render(item: PlanItem, world: World, seed: int, rates: GeneratorRates = RATES) -> tuple[dict, dict]:
     scene = Scene(item, world, seed, rates)
     script = Script(scene)
     Course(scene, script).write()
     turns = written_turns(scene, script)
     rng = scene.rng
-    named = rng.random() < rates.named_speakers[item.channel]
+    named = rng.random() < scene.rates.named_speakers[item.channel]
     if named:
         if item.channel == "forum":
             user_label = f"{scene.first.lower()}{scene.last[0].lower()}{rng.randrange(1, 99)}"
         else:
             user_label = scene.first
-        with_initial = item.channel != "chat" or rng.random() < rates.chat_agent_full_name
+        with_initial = item.channel != "chat" or rng.random() < scene.rates.chat_agent_full_name
         agent_label = f"{scene.agent} {rng.choice(P.LAST_NAMES)[0]}." if with_initial else scene.agent
         if agent_label == user_label:
             agent_label = agent_label + " (staff)"
