@@ -52,8 +52,8 @@ def _check(n: int, seed: int) -> None:
 
 def _world_and_plan(n: int, seed: int, rates: GeneratorRates = RATES) -> tuple[World, list[PlanItem]]:
     _check(n, seed)
-    world = build_world(n, seed)
-    return world, build_plan(world, n, seed)
+    world = build_world(n, seed, rates)
+    return world, build_plan(world, n, seed, rates)
 
 
 def iter_corpus(world: World, plan: list[PlanItem], seed: int,

@@ -24,6 +24,28 @@ class PerChannel:
 
 
 @dataclass(frozen=True)
+class WorldRates:
+    """The latent world (its issues, drawn once per seed) and the corpus plan (which issue each conversation
+    is about, when, on which channel)."""
+
+    # -- the issues
+    hresult_code: float = 0.15  # a software error code is a Windows-style 0x8004.... code, else <prefix>-<n>
+    one_os_family: float = 0.3  # a software issue happens on one OS family only (e.g. Windows), else on all
+    message_without_code: float = 0.6  # an issue with no error code shows a plain error message
+    product_popularity: float = 0.7  # exponent s of a product's weight 1/(rank+1)^s, when a cluster picks products
+    three_products: float = 0.4  # an archetype's cluster covers three products, else two
+    version_sibling: float = 0.5  # an issue has a sibling on another version band of its product (another cause)
+    issue_popularity: float = 0.9  # Zipf exponent s of an issue's weight 1/rank^s among its domain's issues
+
+    # -- the plan
+    office_hours: float = 0.85  # a conversation starts in office hours, else at any hour
+    office_hours_start: int = 7  # the first hour of office hours ...
+    office_hours_length: int = 14  # ... and how many hours they last
+    secondary_issue: float = 0.08  # a conversation has a second issue
+    secondary_same_product: float = 0.75  # the second issue is on the same product (and band), else another one
+
+
+@dataclass(frozen=True)
 class DialogueRates:
     """The rendering of one conversation (dialogue, course, facts, agent_lines, turns, rendering)."""
 
@@ -117,6 +139,7 @@ class DialogueRates:
 class GeneratorRates:
     """Every probability of the generator, one part per stage."""
 
+    world: WorldRates = WorldRates()
     dialogue: DialogueRates = DialogueRates()
 
 

@@ -13,6 +13,7 @@ from random import Random
 
 from . import catalog_accounts, catalog_orders, catalog_software, catalog_telecom
 from .model import Archetype, Domain, Issue, Product
+from .rates import RATES, GeneratorRates, WorldRates
 
 DOMAINS: tuple[Domain, ...] = (
     catalog_software.DOMAIN,
@@ -25,8 +26,6 @@ CHANNELS = ("forum", "chat", "ticket")
 
 EPOCH = date(2022, 1, 1)
 LAST_DAY = (date(2025, 6, 30) - EPOCH).days
-ZIPF_S = 0.9
-SECONDARY_RATE = 0.08
 ISSUE_PREFIX = {"software": "SW", "telecom": "TC", "orders": "OR", "accounts": "AC"}
 
 
@@ -47,12 +46,12 @@ class World:
     index: dict[str, int]  # issue_id -> position in issues
 
 
-def _code(domain: str, product: Product, arch: Archetype, rng: Random, taken: set) -> str:
+def _code(domain: str, product: Product, arch: Archetype, rng: Random, taken: set, rates: WorldRates) -> str:
     while True:
         if domain == "software":
             code = (
                 f"0x{rng.randrange(0x80040000, 0x8007FFFF):08X}"
-                if rng.random() < 0.15
+                if rng.random() < rates.hresult_code
                 else f"{product.code_prefix}-{rng.randrange(100, 9999)}"
             )
         elif domain == "telecom":
@@ -84,7 +83,8 @@ def _fill(template: str, slots: dict) -> str:
 
 
 def _make_issue(
-    domain: Domain, arch: Archetype, product: Product, band: str | None, cause_idx: int, rng: Random, taken: set, seq: int
+    domain: Domain, arch: Archetype, product: Product, band: str | None, cause_idx: int, rng: Random, taken: set,
+    seq: int, rates: WorldRates,
 ) -> Issue:
     cause = arch.causes[cause_idx]
     if band is not None:
@@ -92,7 +92,7 @@ def _make_issue(
     else:
         versions, fix_version = (), None
     options = product.options
-    if domain.name == "software" and options and rng.random() < 0.3:
+    if domain.name == "software" and options and rng.random() < rates.one_os_family:
         family = rng.choice(options).split()[0]
         options = tuple(o for o in options if o.split()[0] == family)
     code = message = None
@@ -100,9 +100,9 @@ def _make_issue(
         with_code = [e for e in arch.errors if "{code}" in e]
         without = [e for e in arch.errors if "{code}" not in e]
         if with_code and rng.random() < arch.code_rate:
-            code = _code(domain.name, product, arch, rng, taken)
+            code = _code(domain.name, product, arch, rng, taken, rates)
             message = rng.choice(with_code).replace("{code}", code).replace("{product}", product.name)
-        elif without and rng.random() < 0.6:
+        elif without and rng.random() < rates.message_without_code:
             message = rng.choice(without).replace("{product}", product.name)
     params = {name: rng.choice(choices) for name, choices in cause.params}
     slots = {"product": product.name, "model": product.model or product.name, "vendor": product.vendor, **params}
@@ -135,7 +135,7 @@ def _make_issue(
     )
 
 
-def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int) -> list[Issue]:
+def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int, rates: WorldRates) -> list[Issue]:
     """Issues come in clusters: one archetype on 2-3 products (same symptom, different product), often with a
     sibling on another version band of the same product (same product and symptom, different cause)."""
     free: dict[tuple[str, str], list[str | None]] = {}
@@ -144,7 +144,7 @@ def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int) -
             if applies(arch, p):
                 bands = list(p.bands) if (arch.uses_version and p.bands) else [None]
                 free[(arch.key, p.key)] = bands
-    prod_pop = [1.0 / (r + 1) ** 0.7 for r in range(len(domain.products))]
+    prod_pop = [1.0 / (r + 1) ** rates.product_popularity for r in range(len(domain.products))]
     prod_order = list(domain.products)
     rng.shuffle(prod_order)
     archs = list(domain.archetypes)
@@ -161,7 +161,7 @@ def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int) -
             stalled += 1
             continue
         stalled = 0
-        size = min(len(cands), 2 + (rng.random() < 0.4))
+        size = min(len(cands), 2 + (rng.random() < rates.three_products))
         chosen: list[Product] = []
         while len(chosen) < size:
             total = sum(w for p, w in cands if p not in chosen)
@@ -180,13 +180,13 @@ def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int) -
             band = bands.pop(int(rng.random() * len(bands)))
             allowed = [i for i, c in enumerate(arch.causes) if c.kinds == ("*",) or p.kind in c.kinds]
             cause_idx = rng.choice(allowed)
-            first = _make_issue(domain, arch, p, band, cause_idx, rng, taken, seq)
+            first = _make_issue(domain, arch, p, band, cause_idx, rng, taken, seq, rates)
             seq += 1
             issues.append(first)
-            if bands and len(allowed) > 1 and rng.random() < 0.5 and len(issues) < k:
+            if bands and len(allowed) > 1 and rng.random() < rates.version_sibling and len(issues) < k:
                 band2 = bands.pop(int(rng.random() * len(bands)))
                 other = [c for c in allowed if c != cause_idx]
-                second = _make_issue(domain, arch, p, band2, rng.choice(other), rng, taken, seq)
+                second = _make_issue(domain, arch, p, band2, rng.choice(other), rng, taken, seq, rates)
                 seq += 1
                 issues.append(second)
                 first.siblings.append(second)
@@ -196,7 +196,7 @@ def _domain_issues(domain: Domain, k: int, rng: Random, taken: set, seq0: int) -
     return issues
 
 
-def build_world(n: int, seed: int) -> World:
+def build_world(n: int, seed: int, rates: GeneratorRates = RATES) -> World:
     rng = Random(seed * 1_000_003 + 11)
     k_total = target_issue_count(n)
     taken: set = set()
@@ -205,14 +205,14 @@ def build_world(n: int, seed: int) -> World:
     cum: dict[str, list[float]] = {}
     for domain in DOMAINS:
         k = max(10, round(k_total * domain.weight))
-        dom_issues = _domain_issues(domain, k, rng, taken, len(issues) + 1)
+        dom_issues = _domain_issues(domain, k, rng, taken, len(issues) + 1, rates.world)
         # skewed popularity: Zipf over a random ranking
         ranks = list(range(1, len(dom_issues) + 1))
         rng.shuffle(ranks)
         acc = 0.0
         cw = []
         for iss, r in zip(dom_issues, ranks):
-            iss.weight = 1.0 / r**ZIPF_S
+            iss.weight = 1.0 / r**rates.world.issue_popularity
             acc += iss.weight
             cw.append(acc)
         for iss in dom_issues:
@@ -240,8 +240,9 @@ def _pick(cum: list[float], rng: Random) -> int:
     return bisect.bisect_left(cum, rng.random() * cum[-1])
 
 
-def build_plan(world: World, n: int, seed: int) -> list[PlanItem]:
+def build_plan(world: World, n: int, seed: int, rates: GeneratorRates = RATES) -> list[PlanItem]:
     rng = Random(seed * 1_000_003 + 23)
+    plan = rates.world
     dom_cum = []
     acc = 0.0
     for d in DOMAINS:
@@ -258,15 +259,18 @@ def build_plan(world: World, n: int, seed: int) -> list[PlanItem]:
         idx = world.index[iss.issue_id]
         day = min(LAST_DAY, iss.start_day + int(rng.random() * iss.span_days))
         # office-ish hours, with a tail into the night
-        hour = int(7 + rng.random() * 14) if rng.random() < 0.85 else int(rng.random() * 24)
+        if rng.random() < plan.office_hours:
+            hour = int(plan.office_hours_start + rng.random() * plan.office_hours_length)
+        else:
+            hour = int(rng.random() * 24)
         second = hour * 3600 + int(rng.random() * 3600)
         cw = d.channel_weights
         r = rng.random() * sum(cw)
         channel = CHANNELS[0] if r < cw[0] else CHANNELS[1] if r < cw[0] + cw[1] else CHANNELS[2]
         sec = -1
-        if rng.random() < SECONDARY_RATE:
+        if rng.random() < plan.secondary_issue:
             same = [j for j in by_product[iss.product.key] if j != idx and world.issues[j].band in (None, iss.band)]
-            pool = same if same and rng.random() < 0.75 else [
+            pool = same if same and rng.random() < plan.secondary_same_product else [
                 world.index[o.issue_id] for o in world.by_domain[d.name] if o.product.key != iss.product.key
             ]
             if pool:
