@@ -70,7 +70,7 @@ def generate(n: int, seed: int, rates: GeneratorRates = RATES) -> SyntheticCorpu
     for conv, truth in iter_corpus(world, plan, seed, rates):
         out.conversations.append(conv)
         out.truth.append(truth)
-    out.queries = build_queries(world, plan, n, seed)
+    out.queries = build_queries(world, plan, n, seed, rates)
     return out
 
 
@@ -107,7 +107,7 @@ def write_corpus(out_dir: str | os.PathLike, n: int, seed: int, rates: Generator
         if buf_c:
             fc.write("\n".join(buf_c) + "\n")
             ft.write("\n".join(buf_t) + "\n")
-    queries = build_queries(world, plan, n, seed)
+    queries = build_queries(world, plan, n, seed, rates)
     with open(out / QUERIES_FILE, "w", encoding="utf-8", newline="\n") as fq:
         for q in queries:
             fq.write(_dumps(q) + "\n")

@@ -16,6 +16,7 @@ from typing import Any
 
 from .grammar import Slot, add_typos, capitalize, expand, join_pieces, pick
 from .model import Issue
+from .rates import RATES, GeneratorRates
 from .world import DOMAIN_BY_NAME, PlanItem, World
 
 SINGLE_FRAMES = (
@@ -79,8 +80,9 @@ def _cum(weights: list[float]) -> list[float]:
 
 
 class _QueryMaker:
-    def __init__(self, world: World, gold: dict[int, list[str]], rng: Random) -> None:
+    def __init__(self, world: World, gold: dict[int, list[str]], rng: Random, rates: GeneratorRates) -> None:
         self.world, self.gold, self.rng = world, gold, rng
+        self.rates = rates.queries
         self.eligible = [i for i in range(len(world.issues)) if gold.get(i)]
         self.cum = _cum([float(len(gold[i])) for i in self.eligible])
         self.same_arch: dict[tuple[str, str], list[Issue]] = {}
@@ -92,19 +94,19 @@ class _QueryMaker:
 
     def pick_issue(self) -> int:
         rng = self.rng
-        if rng.random() < 0.5:
+        if rng.random() < self.rates.by_conversations:
             return self.eligible[bisect.bisect_left(self.cum, rng.random() * self.cum[-1])]
         return self.eligible[int(rng.random() * len(self.eligible))]
 
     # ------------------------------------------------------------ stating an issue
     def attrs(self, iss: Issue, force_product: bool) -> dict[str, Any]:
         """Which facts a query states about an issue: random, then added until the issue is unambiguous."""
-        rng = self.rng
+        rng, rates = self.rng, self.rates
         st: dict[str, Any] = {
-            "product": force_product or rng.random() < 0.85,
-            "version": rng.choice(iss.versions) if iss.versions and rng.random() < 0.3 else None,
-            "code": iss.error_code if iss.error_code and rng.random() < 0.3 else None,
-            "option": rng.choice(iss.options) if iss.options and rng.random() < 0.2 else None,
+            "product": force_product or rng.random() < rates.states_product,
+            "version": rng.choice(iss.versions) if iss.versions and rng.random() < rates.states_version else None,
+            "code": iss.error_code if iss.error_code and rng.random() < rates.states_code else None,
+            "option": rng.choice(iss.options) if iss.options and rng.random() < rates.states_option else None,
         }
         cands = self.same_arch[(iss.domain, iss.archetype.key)]
 
@@ -167,8 +169,8 @@ class _QueryMaker:
 
     def noisy(self, template_pieces: list) -> str:
         pieces = capitalize(template_pieces)
-        if self.rng.random() < 0.12:
-            add_typos(pieces, self.rng, 0.1)
+        if self.rng.random() < self.rates.typo_turn:
+            add_typos(pieces, self.rng, self.rates.typo_rate)
         return join_pieces(pieces)
 
     def nuggets(self, iss: Issue) -> list[str]:
@@ -183,16 +185,16 @@ class _QueryMaker:
         return self.record("single", "single", [("user", text)], iss)
 
     def followup(self) -> dict:
-        rng = self.rng
+        rng, rates = self.rng, self.rates
         for _ in range(20):
             i = self.pick_issue()
             iss = self.world.issues[i]
             r = rng.random()
-            if r < 0.2:
+            if r < rates.followup_version:
                 q = self.fu_older_newer(iss)
-            elif r < 0.4:
+            elif r < rates.followup_version_or_product:
                 q = self.fu_other_product(iss)
-            elif r < 0.55:
+            elif r < rates.followup_version_product_or_symptom:
                 q = self.fu_symptom_last(iss)
             else:
                 q = self.fu_same(iss)
@@ -206,7 +208,7 @@ class _QueryMaker:
         sym = self.symptom(iss, self.product_ref(iss, True))
         u1 = self.noisy(expand("{o}{sym}{extras}.", rng, {"o": rng.choice(OPENERS), "sym": sym, "extras": self.extras(iss, st)}))
         turns = [("user", u1), ("agent", rng.choice(AGENT_MIDDLE)), ("user", self.noisy([rng.choice(LAST_SAME)]))]
-        if rng.random() < 0.4:
+        if rng.random() < self.rates.agent_greets_first:
             turns.insert(0, ("agent", rng.choice(AGENT_GREET)))
         return self.record("followup", "same_issue", turns, iss)
 
@@ -254,7 +256,10 @@ class _QueryMaker:
             st["version"] = rng.choice(iss.versions)
         sym = self.symptom(iss, self.product_ref(iss, True))
         u1 = self.noisy(expand("{o}{sym}{extras}.", rng, {"o": rng.choice(OPENERS), "sym": sym, "extras": self.extras(iss, st)}))
-        agent = rng.choice(A_CAUSE).replace("{cause}", iss.root_cause) if rng.random() < 0.6 else rng.choice(AGENT_MIDDLE)
+        if rng.random() < self.rates.agent_names_cause:
+            agent = rng.choice(A_CAUSE).replace("{cause}", iss.root_cause)
+        else:
+            agent = rng.choice(AGENT_MIDDLE)
         turns = [("user", u1), ("agent", agent), ("user", self.noisy([rng.choice(lasts)]))]
         return self.record("followup", pattern, turns, target)
 
@@ -268,7 +273,8 @@ class _QueryMaker:
         same_target = [j for j in self.same_arch[(iss.domain, iss.archetype.key)] if j.product.key == target.product.key]
         st = self.attrs(iss, force_product=True)
         a_ref = self.product_ref(iss, True)
-        b_ref: list = ["the "] + [Slot(target.product.name)] if rng.random() < 0.7 or not target.product.model else ["a "] + [Slot(target.product.model)]
+        by_name = rng.random() < self.rates.other_by_name or not target.product.model
+        b_ref: list = ["the "] + [Slot(target.product.name)] if by_name else ["a "] + [Slot(target.product.model)]
         if len(same_target) > 1:  # the target needs its version to be unambiguous
             dom = DOMAIN_BY_NAME[iss.domain]
             b_ref = b_ref + [f" ({dom.version_word} "] + [Slot(rng.choice(target.versions))] + [")"]
@@ -294,14 +300,14 @@ def query_count(n: int) -> int:
     return min(2000, max(50, n // 5))
 
 
-def build_queries(world: World, plan: list[PlanItem], n: int, seed: int) -> list[dict]:
+def build_queries(world: World, plan: list[PlanItem], n: int, seed: int, rates: GeneratorRates = RATES) -> list[dict]:
     rng = Random(seed * 1_000_003 + 37)
     gold: dict[int, list[str]] = {}
     for item in plan:  # plan order = corpus order, so gold lists are in corpus order
         gold.setdefault(item.issue, []).append(item.dialogue_id)
         if item.secondary >= 0 and item.secondary != item.issue:
             gold.setdefault(item.secondary, []).append(item.dialogue_id)
-    maker = _QueryMaker(world, gold, rng)
+    maker = _QueryMaker(world, gold, rng, rates)
     total = query_count(n)
     n_follow = total // 2
     out = [maker.single(maker.pick_issue()) for _ in range(total - n_follow)]

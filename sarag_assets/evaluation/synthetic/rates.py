@@ -136,11 +136,36 @@ class DialogueRates:
 
 
 @dataclass(frozen=True)
+class QueryRates:
+    """The benchmark's queries, written from the world and the plan."""
+
+    # -- the issue and what the query states about it
+    by_conversations: float = 0.5  # a query's issue is drawn by its number of conversations, else uniformly
+    states_product: float = 0.85  # a query names the product (more facts are added when the issue is ambiguous)
+    states_version: float = 0.3  # ... a version of the issue, when it has versions
+    states_code: float = 0.3  # ... the error code, when the issue has one
+    states_option: float = 0.2  # ... the OS or plan, when the issue has them
+    typo_turn: float = 0.12  # a query's turn has typos ...
+    typo_rate: float = 0.1  # ... and this share of its words (4+ letters) is misspelled
+
+    # -- which follow-up: thresholds of one draw, cumulative
+    followup_version: float = 0.2  # below this, about the issue on the older or newer version ...
+    followup_version_or_product: float = 0.4  # ... else, below this, about it on another product ...
+    followup_version_product_or_symptom: float = 0.55  # ... else, below this, the symptom last; above, the same issue
+
+    # -- the turns of a follow-up
+    agent_greets_first: float = 0.4  # a same-issue follow-up opens with the agent's greeting
+    agent_names_cause: float = 0.6  # in an older/newer-version follow-up the agent's turn names the cause
+    other_by_name: float = 0.7  # the other product is called by its name, else by its model (when it has one)
+
+
+@dataclass(frozen=True)
 class GeneratorRates:
     """Every probability of the generator, one part per stage."""
 
     world: WorldRates = WorldRates()
     dialogue: DialogueRates = DialogueRates()
+    queries: QueryRates = QueryRates()
 
 
 RATES = GeneratorRates()
