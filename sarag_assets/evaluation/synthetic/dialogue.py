@@ -65,6 +65,7 @@ class Scene:
     def __init__(self, item: PlanItem, world: World, seed: int, rates: GeneratorRates = RATES) -> None:
         self.rng = rng = Random((seed % 2**32) * 2_654_435_761 + item.position * 97 + 5)
         self.rates = dialogue = rates.dialogue
+        self.typos = rates.typos
         self.item = item
         self.issue: Issue = world.issues[item.issue]
         self.secondary: Issue | None = world.issues[item.secondary] if item.secondary >= 0 else None

@@ -17,6 +17,8 @@ import re
 from random import Random
 from typing import Any, Mapping
 
+from .rates import TypoRates
+
 
 class Slot(str):
     """A substituted value; exempt from typos and case changes."""
@@ -210,22 +212,23 @@ COMMON_MISSPELLINGS = {
 _WORD = re.compile(r"[A-Za-z]+")
 
 
-def _garble(word: str, rng: Random) -> str:
+def _garble(word: str, rng: Random, typos: TypoRates) -> str:
     low = word.lower()
-    if low in COMMON_MISSPELLINGS and rng.random() < 0.6:
+    if low in COMMON_MISSPELLINGS and rng.random() < typos.common_misspelling:
         w = COMMON_MISSPELLINGS[low]
         return w.capitalize() if word[0].isupper() else w
     k = 1 + int(rng.random() * (len(word) - 2))  # never the first letter
     r = rng.random()
-    if r < 0.45 and k < len(word) - 1:  # swap two neighbours
+    if r < typos.swap and k < len(word) - 1:  # swap two neighbours
         return word[:k] + word[k + 1] + word[k] + word[k + 2 :]
-    if r < 0.8:  # drop one
+    if r < typos.swap_or_drop:  # drop one
         return word[:k] + word[k + 1 :]
     return word[:k] + word[k] + word[k:]  # double one
 
 
-def add_typos(pieces: Pieces, rng: Random, rate: float) -> int:
-    """Garble words (4+ letters) of the template text in place; returns how many were changed."""
+def add_typos(pieces: Pieces, rng: Random, rate: float, typos: TypoRates) -> int:
+    """Garble words (4+ letters) of the template text in place, each with probability ``rate`` and in the
+    ways ``typos`` weighs; returns how many were changed."""
     changed = 0
     for k, p in enumerate(pieces):
         if type(p) is Slot or len(p) < 4:
@@ -236,7 +239,7 @@ def add_typos(pieces: Pieces, rng: Random, rate: float) -> int:
             w = m.group(0)
             if len(w) >= 4 and rng.random() < rate:
                 changed += 1
-                return _garble(w, rng)
+                return _garble(w, rng, typos)
             return w
 
         pieces[k] = _WORD.sub(sub, p)

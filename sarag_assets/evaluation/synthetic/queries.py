@@ -82,7 +82,7 @@ def _cum(weights: list[float]) -> list[float]:
 class _QueryMaker:
     def __init__(self, world: World, gold: dict[int, list[str]], rng: Random, rates: GeneratorRates) -> None:
         self.world, self.gold, self.rng = world, gold, rng
-        self.rates = rates.queries
+        self.rates, self.typos = rates.queries, rates.typos
         self.eligible = [i for i in range(len(world.issues)) if gold.get(i)]
         self.cum = _cum([float(len(gold[i])) for i in self.eligible])
         self.same_arch: dict[tuple[str, str], list[Issue]] = {}
@@ -170,7 +170,7 @@ class _QueryMaker:
     def noisy(self, template_pieces: list) -> str:
         pieces = capitalize(template_pieces)
         if self.rng.random() < self.rates.typo_turn:
-            add_typos(pieces, self.rng, self.rates.typo_rate)
+            add_typos(pieces, self.rng, self.rates.typo_rate, self.typos)
         return join_pieces(pieces)
 
     def nuggets(self, iss: Issue) -> list[str]:

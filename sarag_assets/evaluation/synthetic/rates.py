@@ -160,12 +160,23 @@ class QueryRates:
 
 
 @dataclass(frozen=True)
+class TypoRates:
+    """How a word is misspelled (grammar.add_typos), in conversations and queries alike; how many words are
+    misspelled is set by the dialogue and query parts."""
+
+    common_misspelling: float = 0.6  # a word with a common misspelling ("teh", "recieve") gets it, else is garbled
+    swap: float = 0.45  # a garbled word has two neighbouring letters swapped (not the last) ...
+    swap_or_drop: float = 0.8  # ... else, below this, one letter dropped; above, one letter doubled
+
+
+@dataclass(frozen=True)
 class GeneratorRates:
     """Every probability of the generator, one part per stage."""
 
     world: WorldRates = WorldRates()
     dialogue: DialogueRates = DialogueRates()
     queries: QueryRates = QueryRates()
+    typos: TypoRates = TypoRates()
 
 
 RATES = GeneratorRates()

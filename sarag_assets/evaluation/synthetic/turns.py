@@ -79,7 +79,7 @@ def realize(scene: Scene, script: Script, mv: Move) -> str:
         if user and scene.lower_user:
             pieces = lowercase(pieces)
         if typo:
-            script.noise["typos"] += add_typos(pieces, rng, rate)
+            script.noise["typos"] += add_typos(pieces, rng, rate, scene.typos)
         if prev_sentence:
             chunks.append(" ")
         chunks.extend(pieces)
