@@ -10,9 +10,9 @@ Zipf-skewed, so many conversations share an issue; hard negatives exist by const
 symptom on other products, the same product and symptom on another version with another cause).
 Conversations are rendered from templates with the noise of real logs (greetings, chatter, typos, facts
 spread over turns, corrections, failed fixes, second issues, PII, unresolved endings, channel styles).
-How often each of these happens is one frozen object, `rates.GeneratorRates` (a part per stage), passed
-down from `generate`; a conversation is a `dialogue.Scene` written move by move (`course`, `facts`,
-`agent_lines`) and realized as turns (`turns`).
+How often each of these happens is one frozen object, `rates.GeneratorRates` (a part per stage: world,
+dialogue, queries, typos), passed down from `generate`; a conversation is a `dialogue.Scene` written move
+by move (`course`, `facts`, `agent_lines`) and realized as turns (`turns`).
 Pure Python and the standard library; no Dagster.
 """
 

@@ -1,8 +1,9 @@
 """How often each thing happens in the generated benchmark: every probability of the generator, named and
-documented in one frozen object, `GeneratorRates`, made of one part per stage. Each is the chance of one draw
-of that stage's random stream, in the order the stage draws; changing one changes the output of every seed.
-The catalogues keep what belongs to their entries (a domain's share of the corpus and its channel mix, an
-archetype's share of issues with an error code)."""
+documented in one frozen object, `GeneratorRates`, made of one part per stage. Most are the chance of one draw
+of that stage's random stream (a few shape one: the popularity exponents, the office hours), in the order
+the stage draws; changing one changes the output of every seed. The catalogues keep what belongs to their
+entries (a domain's share of the corpus and its channel mix, an archetype's share of issues with an error
+code)."""
 
 from __future__ import annotations
 
