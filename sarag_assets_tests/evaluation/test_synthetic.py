@@ -13,12 +13,14 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
+from random import Random
 
 import pytest
 
 import sarag_assets.evaluation.synthetic as synthetic
 from sarag_assets.evaluation.synthetic import generate, query_count, write_corpus
-from sarag_assets.evaluation.synthetic.rates import RATES, PerChannel
+from sarag_assets.evaluation.synthetic.grammar import Slot, add_typos
+from sarag_assets.evaluation.synthetic.rates import RATES, PerChannel, TypoRates
 from sarag_assets.evaluation.synthetic.rendering import render
 
 USER_WORDS = {"user", "customer", "client"}
@@ -117,6 +119,25 @@ def test_the_rates_drive_the_conversations():
     assert set(ends) == {"escalated"}
     assert all(not t["noise"]["pii"]["named_speakers"]
                for t in truths(named_speakers=PerChannel(forum=0.0, ticket=0.0, chat=0.0)))
+
+
+def test_the_rates_drive_the_world_the_queries_and_the_typos():
+    none_second = replace(RATES, world=replace(RATES.world, secondary_issue=0.0))
+    assert all(item.secondary < 0 for item in synthetic._world_and_plan(300, 5, none_second)[1])
+    all_second = replace(RATES, world=replace(RATES.world, secondary_issue=1.0))
+    assert sum(item.secondary >= 0 for item in synthetic._world_and_plan(300, 5, all_second)[1]) > 250
+    only_version = replace(RATES, queries=replace(RATES.queries, followup_version=1.0))
+    patterns = Counter(q["pattern"] for q in generate(300, 5, only_version).queries if q["kind"] == "followup")
+    assert set(patterns) <= {"older_version", "newer_version", "same_issue"}
+    assert patterns["older_version"] + patterns["newer_version"] > 0
+    words = ["connection trouble again", Slot("Xfinity"), " since Monday"]
+    for typos, grown in ((TypoRates(common_misspelling=0.0, swap=0.0, swap_or_drop=0.0), 1),  # doubled
+                         (TypoRates(common_misspelling=0.0, swap=0.0, swap_or_drop=1.0), -1)):  # dropped
+        pieces = list(words)
+        assert add_typos(pieces, Random(3), 1.0, typos) == 5  # every word of 4+ letters, never the slot
+        lengths = [len(w) for w in " ".join(pieces[::2]).split()]
+        assert lengths == [len(w) + grown for w in " ".join(words[::2]).split()]
+        assert pieces[1] == words[1]
 
 
 def test_different_seed_gives_different_corpus():
