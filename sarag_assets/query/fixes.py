@@ -1,17 +1,13 @@
 """The fixes a retrieved conversation holds, chosen through its dialogue graph, each with the outcome the
 asker's next move records. No Dagster.
 
-**Steps.** A helper turn (after the asker's first turn) is a *step* when it holds a substantive sentence,
-however short: on real chat the answer is often one command or a menu path. Its sentences are those of the
-embedded backend's analysis, without a letter's frame (salutation, signature). A sentence is substantive
-unless it is filler (greetings, thanks, sign-offs, hold messages), a question or a request for information
-that gives no step, or a short aside (fewer than `MIN_SENTENCE_WORDS` words, no digit: "Gern geschehen."
-in a language the filler list does not know); nor when its cosine to the problem is below `KEEP_SHARE` of
-the turn's best sentence and the English step detector hears no step in it ("That's why it started.",
-"Nothing you did wrong."). The words offered are those sentences, verbatim and in order, up to
-`FIX_CHARS`. A minimum of 4 words per step was measured on the real IRC follow-ups (CC BY 4.0) and
-deleted: without it the first fix came from the right conversation for 0.272 of the #ubuntu questions
-(0.251 with it) and 0.365 of the other channels' (0.338).
+**Steps.** A helper turn (after the asker's first turn) is a *step* when its substantive sentences hold at
+least `MIN_STEP_WORDS` words. Its sentences are those of the embedded backend's analysis, without a
+letter's frame (salutation, signature). A sentence is substantive unless it is filler (greetings, thanks, sign-offs,
+hold messages), a question or a request for information that gives no step, or a short aside (fewer than
+`MIN_SENTENCE_WORDS` words, no digit); nor when its cosine to the problem is below `KEEP_SHARE` of the
+turn's best sentence and the English step detector hears no step in it ("That's why it started.",
+"Nothing you did wrong."). The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
 
 **The graph picks the words.** The anchor is the node (an issue-solution unit) most similar to the
 question, by the larger of the cosines of its issue and its answer. From it the walk follows the
@@ -63,6 +59,7 @@ CONFIRMED, NOT_RECORDED, FAILED = "confirmed", "not_recorded", "failed"
 OUTCOMES = (CONFIRMED, NOT_RECORDED, FAILED)
 
 FIX_CHARS = 600  # the words offered from one step
+MIN_STEP_WORDS = 4  # as the gist's answers (backends.embedded.gist.MIN_ANSWER_WORDS)
 MIN_SENTENCE_WORDS = 3
 KEEP_SHARE = 0.5  # as the gist: a sentence below half the best one's relevance is not part of it
 SHORT_REPLY_WORDS = 12  # "ok, done", "läuft wieder": an acknowledgement (the graph's SHORT_REPORT_WORDS)
@@ -161,6 +158,8 @@ def helper_steps(turns: list[dict[str, Any]], problem_vec: np.ndarray, embedder)
         at = [k for k, (i, _, _) in enumerate(pieces) if i == turn]
         best = max(float(relevance[k]) for k in at)
         kept = [k for k in at if pieces[k][2] or best <= 0 or float(relevance[k]) >= KEEP_SHARE * best]
+        if sum(words(pieces[k][1]) for k in kept) < MIN_STEP_WORDS:
+            continue
         text, used = [], 0
         for k in kept:
             sentence = pieces[k][1]

@@ -114,13 +114,3 @@ def test_in_a_two_issue_conversation_the_fix_is_the_one_for_the_issue_asked_abou
     second = _fixes(material, "scheduled backup to NAS fails with error 0x8007", embedder)
     assert "Account > Devices" in first[0].text and first[0].outcome == CONFIRMED
     assert "Map the NAS share" in second[0].text and second[0].outcome == CONFIRMED
-
-
-def test_a_chat_answer_of_one_short_command_is_offered(embedder):
-    """Chat answers are often a command alone. A minimum of words per step hid them (measured on the real IRC
-    follow-ups, `query.fixes`); the short aside with no digit and no step ("Gern geschehen.") still is none."""
-    turns = [("user", "how do i see which folder my terminal is in right now"),
-             ("agent", "Type pwd."),
-             ("user", "that did it, thanks")]
-    fixes = _fixes(_material("irc1", turns, embedder), "which folder is the terminal in", embedder)
-    assert [(f.turn, f.text) for f in fixes] == [(1, "Type pwd.")]
