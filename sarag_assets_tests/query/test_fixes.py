@@ -114,3 +114,24 @@ def test_in_a_two_issue_conversation_the_fix_is_the_one_for_the_issue_asked_abou
     second = _fixes(material, "scheduled backup to NAS fails with error 0x8007", embedder)
     assert "Account > Devices" in first[0].text and first[0].outcome == CONFIRMED
     assert "Map the NAS share" in second[0].text and second[0].outcome == CONFIRMED
+
+
+def test_a_closing_after_the_asker_confirmed_is_not_the_fix(embedder):
+    """The README's question on the demo home ("Vantage Backup says license already in use, fix?"): its
+    second issue's fix, confirmed, and not the helper's "Great to hear." after it (which a step of any
+    length, `309490a`, offered as the confirmed fix)."""
+    turns = [("user", "Not sure what changed but Vantage Backup says an update is available but the update fails "
+                      "once more. I'm on version 9.1.3. Can someone help?"),
+             ("agent", "Thanks for reaching out. Could you reinstall the app and see if that helps?"),
+             ("user", "That didn't help unfortunately."),
+             ("agent", "Files from an older install are left behind and the new installer can't replace them. Do a "
+                       "clean reinstall: remove Vantage Backup, wipe its program data folder and install it again."),
+             ("user", "That did it! Thanks a lot. One more thing: Vantage Backup says my license is already in use "
+                      "even though I bought it."),
+             ("agent", "Go ahead and paste the key straight from the purchase email instead of typing it, that "
+                       "should sort it."),
+             ("user", "Ok that fixed it too"),
+             ("agent", "Great to hear. Have a nice day!")]
+    fixes = _fixes(_material("c28", turns, embedder), "Vantage Backup says license already in use, fix?", embedder)
+    assert fixes and fixes[0].turn == 5 and fixes[0].outcome == CONFIRMED, fixes
+    assert all("Great to hear" not in f.text for f in fixes)
