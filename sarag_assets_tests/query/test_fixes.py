@@ -135,3 +135,19 @@ def test_a_closing_after_the_asker_confirmed_is_not_the_fix(embedder):
     fixes = _fixes(_material("c28", turns, embedder), "Vantage Backup says license already in use, fix?", embedder)
     assert fixes and fixes[0].turn == 5 and fixes[0].outcome == CONFIRMED, fixes
     assert all("Great to hear" not in f.text for f in fixes)
+
+
+def test_a_chat_answer_of_a_few_words_is_the_fix_where_the_helpers_wrote_nothing_longer(embedder):
+    """Real chat answers a question with a command or a menu path; with no longer step beside it, that
+    is the conversation's fix (the 4-word minimum per step skipped it for another conversation's)."""
+    turns = [("user", "how do i see which folder my terminal is in right now"),
+             ("agent", "type pwd there"),
+             ("user", "ok"),
+             ("agent", ":)")]
+    fixes = _fixes(_material("irc1", turns, embedder), "which folder is my terminal in", embedder)
+    assert fixes and fixes[0].turn == 1 and fixes[0].text == "type pwd there", fixes
+    # beside a full step, a short helper turn is not offered: here the closing after the confirmation
+    longer = turns[:1] + [("agent", "Type pwd in the terminal and press Enter to print the current folder."),
+                          ("user", "that printed it, thanks"), ("agent", "Great to hear.")]
+    fixes = _fixes(_material("irc2", longer, embedder), "which folder is my terminal in", embedder)
+    assert fixes and fixes[0].turn == 1 and all("Great to hear" not in f.text for f in fixes), fixes
