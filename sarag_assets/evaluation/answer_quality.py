@@ -7,7 +7,10 @@ For each query whose gold conversation holds a resolution, its *nuggets* are, fi
    issue's fix) or the generator's per-conversation facts (``resolution_steps``), split into sentences and
    clauses (at ``;``);
 2. the query's own nuggets;
-3. the gold conversation's final helper answer, split into sentences.
+3. the gold conversation's final helper answer, split into sentences: its final helper turn, unless that
+   ends on a question. A thread whose helpers' last word is a question (a clarifying question; on the
+   real IRC follow-ups it is why the asker speaks again, in 34 of #ubuntu's 191) holds no resolution, and
+   the query is left out: counted in the report's ``ended_on_a_question``.
 
 Per system and query:
 
@@ -84,6 +87,7 @@ class SystemAnswers:
 @dataclass
 class AnswerReport:
     systems: dict[str, SystemAnswers]
+    ended_on_a_question: int = 0  # queries left out: the gold thread's last helper turn is a question
 
     def as_dict(self) -> dict[str, Any]:
         return {name: s.as_dict() for name, s in self.systems.items()}
@@ -97,7 +101,9 @@ class AnswerReport:
                   fmt(r["outcome_accuracy"]) + (f" (n={r['n_outcomes']})" if r["n_outcomes"] else "")]
                  for name, r in rows.items()]
         widths = [max(len(x) for x in col) for col in zip(header, *lines)]
-        out = [f"answers on {n} queries with a gold resolution"]
+        left = f" ({self.ended_on_a_question} more end on a helper's question: no resolution)" \
+            if self.ended_on_a_question else ""
+        out = [f"answers on {n} queries with a gold resolution{left}"]
         out += ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in [header, *lines]]
         return "\n".join(out)
 
@@ -109,6 +115,23 @@ def answer_text(text: str) -> str:
 
 def _helper_turns(turns: Sequence[dict]) -> list[str]:
     return [t["text"] for t in turns if t["role"] != "user" and (t["text"] or "").strip()]
+
+
+def resolution_nuggets(query, texts: dict[str, str], gold_turns: Callable[[], dict[str, list[dict]]]
+                       ) -> list[str] | None:
+    """The query's gold resolution as nuggets (see the module docstring): [] when it has none, None when
+    the gold thread's last helper turn is a question (no resolution either, but counted apart)."""
+    from sarag_assets.core.writing import QUESTION_MARKS
+
+    gold_text = next((texts[g] for g in query.gold if g in texts), None)
+    nuggets = nugget_pieces(gold_text) if gold_text else list(query.nuggets or [])
+    if nuggets:
+        return nuggets
+    by_id = gold_turns()
+    last = next((_helper_turns(by_id[g])[-1] for g in query.gold if _helper_turns(by_id.get(g, []))), None)
+    if last and last.rstrip().endswith(QUESTION_MARKS):
+        return None
+    return nugget_pieces(last) if last else []
 
 
 def score_answers(root: Path, eval_queries, truth_path: Path | None, *,
@@ -128,16 +151,12 @@ def score_answers(root: Path, eval_queries, truth_path: Path | None, *,
             def turns(ids):
                 return warehouse.turns_of(con, list(ids))
 
-            wanted = []
+            wanted, ended_on_a_question = [], 0
             for q in eval_queries:
-                gold_text = next((texts[g] for g in q.gold if g in texts), None)
-                nuggets = nugget_pieces(gold_text) if gold_text else list(q.nuggets or [])
-                if not nuggets:
-                    gold_turns = turns(q.gold)
-                    last = next((_helper_turns(gold_turns[g])[-1] for g in q.gold
-                                 if _helper_turns(gold_turns.get(g, []))), None)
-                    nuggets = nugget_pieces(last) if last else []
-                if nuggets:
+                nuggets = resolution_nuggets(q, texts, lambda: turns(q.gold))
+                if nuggets is None:
+                    ended_on_a_question += 1
+                elif nuggets:
                     wanted.append((q, nuggets))
             log(f"answers: {len(wanted)} queries with a gold resolution")
             hybrid = query_settings("hybrid")
@@ -161,7 +180,7 @@ def score_answers(root: Path, eval_queries, truth_path: Path | None, *,
                         known = [d for d in fix.dialogue_ids if d in resolved]
                         if known:
                             s.outcome_right.append(float((fix.outcome == CONFIRMED) == resolved[known[0]]))
-    return AnswerReport(systems)
+    return AnswerReport(systems, ended_on_a_question)
 
 
 def _coverage(matcher, nuggets: list[str], text: str) -> float:
