@@ -136,21 +136,31 @@ def _print_summary(home, run) -> None:
           'the README\'s "After the demo"')
 
 
-def cmd_demo(args) -> int:
+DEMO_N, DEMO_SEED = 300, 7
+
+
+def land_demo(home, n: int = DEMO_N, seed: int = DEMO_SEED, fixtures: bool = True) -> Path:
+    """What `sarag demo` lands in the home's inbox: a generated corpus (written, with its queries and truth,
+    to the folder returned) and the bundled real samples."""
     from sarag_assets.core.ingest.landing import copy_into_inbox
     from sarag_assets.evaluation.synthetic import write_corpus
 
-    home = _home(args)
-    generated = home.root / "generated" / f"n{args.n}-seed{args.seed}"
-    write_corpus(generated, n=args.n, seed=args.seed)
-    staged = generated / f"synthetic-n{args.n}-seed{args.seed}.jsonl"
+    generated = Path(home.root) / "generated" / f"n{n}-seed{seed}"
+    write_corpus(generated, n=n, seed=seed)
+    staged = generated / f"synthetic-n{n}-seed{seed}.jsonl"
     shutil.copyfile(generated / "corpus.jsonl", staged)
     copy_into_inbox(home, staged)
-    if not args.no_fixtures:
+    if fixtures:
         package = resources.files("sarag_assets") / "sample_data"
         for rel in FIXTURE_FILES:
             with resources.as_file(package / rel) as path:
                 copy_into_inbox(home, path)
+    return generated
+
+
+def cmd_demo(args) -> int:
+    home = _home(args)
+    land_demo(home, args.n, args.seed, fixtures=not args.no_fixtures)
     return _process(home)
 
 
@@ -707,8 +717,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_bench_pipeline)
 
     p = with_home(sub.add_parser("demo", help="generate a sample, land it with the real fixtures, materialize"))
-    p.add_argument("--n", type=int, default=300)
-    p.add_argument("--seed", type=int, default=7)
+    p.add_argument("--n", type=int, default=DEMO_N)
+    p.add_argument("--seed", type=int, default=DEMO_SEED)
     p.add_argument("--no-fixtures", action="store_true", help="land only the generated corpus")
     p.set_defaults(func=cmd_demo)
 

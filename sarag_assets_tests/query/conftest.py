@@ -1,4 +1,5 @@
-"""One home built by the real pipeline from a generated corpus, shared by the query tests (read-only)."""
+"""One home built by the real pipeline from what `sarag demo` lands (the generated corpus and the bundled
+real samples), shared by the query tests (read-only): the README's examples run against it."""
 
 from __future__ import annotations
 
@@ -9,11 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sarag_assets.core.ingest.landing import copy_into_inbox
-from sarag_assets.evaluation.synthetic import write_corpus
+from sarag_assets.cli import DEMO_N, DEMO_SEED, land_demo
 from sarag_assets.settings import Home
-
-N_CONVERSATIONS, SEED = 240, 5
 
 
 @pytest.fixture(scope="package")
@@ -28,9 +26,7 @@ def built_home(tmp_path_factory) -> Home:
     os.environ["SARAG_HOME"] = str(root)
     try:
         home = Home(root).ensure()
-        generated = root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}"  # where `sarag demo` puts it
-        write_corpus(generated, n=N_CONVERSATIONS, seed=SEED)
-        copy_into_inbox(home, generated / "corpus.jsonl")
+        land_demo(home)
         from sarag_assets.definitions import defs
 
         with dg.instance_for_test() as instance:
@@ -45,7 +41,7 @@ def built_home(tmp_path_factory) -> Home:
 
 @pytest.fixture(scope="package")
 def generated_queries(built_home) -> list[dict]:
-    path = Path(built_home.root) / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "queries.jsonl"
+    path = Path(built_home.root) / "generated" / f"n{DEMO_N}-seed{DEMO_SEED}" / "queries.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 

@@ -23,9 +23,9 @@ from sarag_assets_tests.backends.llm.fake_openai_server import (
 
 
 def _truth(built_home) -> dict[str, dict]:
-    from sarag_assets_tests.query.conftest import N_CONVERSATIONS, SEED
+    from sarag_assets.cli import DEMO_N, DEMO_SEED
 
-    path = built_home.root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "truth.jsonl"
+    path = built_home.root / "generated" / f"n{DEMO_N}-seed{DEMO_SEED}" / "truth.jsonl"
     return {t["dialogue_id"]: t for t in map(json.loads, path.read_text().splitlines())}
 
 
@@ -225,9 +225,9 @@ def test_sql_reads_the_wide_table(engine):
 
 
 def test_the_records_own_fields_are_in_the_table_as_the_source_gave_them(engine, built_home):
-    from sarag_assets_tests.query.conftest import N_CONVERSATIONS, SEED
+    from sarag_assets.cli import DEMO_N, DEMO_SEED
 
-    corpus = built_home.root / "generated" / f"n{N_CONVERSATIONS}-seed{SEED}" / "corpus.jsonl"
+    corpus = built_home.root / "generated" / f"n{DEMO_N}-seed{DEMO_SEED}" / "corpus.jsonl"
     metadata = {r["dialogue_id"]: r["metadata"] for r in map(json.loads, corpus.read_text().splitlines())}
     result = engine.sql("SELECT dialogue_id, source_fields->>'domain', source_fields->>'channel' "
                         "FROM conversation_table ORDER BY dialogue_id", max_rows=10_000)
