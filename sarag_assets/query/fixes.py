@@ -9,10 +9,11 @@ coverage over the queries whose gold thread ends on an answer: #ubuntu 0.293 / 0
 everywhere, 0.318 / 0.329 with this fallback; the other channels 0.377 / 0.361 and 0.404 / 0.396. Without
 any minimum a closing beside a full step ("Great to hear.") became the fix of the README's question. Its sentences are those of the embedded backend's analysis, without a
 letter's frame (salutation, signature). A sentence is substantive unless it is filler (greetings, thanks, sign-offs,
-hold messages), a question or a request for information that gives no step, or a short aside (fewer than
+hold messages), a question or a request for information that gives no step (a statement followed by a
+tag question, "your seat is 5D, is that okay?", is a statement), or a short aside (fewer than
 `MIN_SENTENCE_WORDS` words, no digit); nor when its cosine to the problem is below `KEEP_SHARE` of the
 turn's best sentence and the English step detector hears no step in it ("That's why it started.",
-"Nothing you did wrong."). The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
+"Nothing you did wrong."), unless it stands between two that are kept (an item of a numbered list). The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
 
 **The graph picks the words.** The anchor is the node (an issue-solution unit) most similar to the
 question, by the larger of the cosines of its issue and its answer. From it the walk follows the
@@ -52,6 +53,7 @@ import numpy as np
 from sarag_assets.backends.embedded import (
     FAILURE_REPORT,
     INFO_REQUEST,
+    TAG_QUESTION,
     analyzed,
     confirmation,
     instruction_score,
@@ -125,7 +127,8 @@ def candidate_sentences(sentences: Sequence[str]) -> list[tuple[str, bool]]:
         if not sentence or is_filler(sentence):
             continue
         step = instruction_score(sentence) >= 0.5
-        if not step and (_is_question(sentence) or INFO_REQUEST.search(sentence)):
+        stated = TAG_QUESTION.sub("", sentence)  # "your seat is 5D, is that okay?" states the seat
+        if not step and (_is_question(stated) or INFO_REQUEST.search(stated)):
             continue
         if not step and words(sentence) < MIN_SENTENCE_WORDS and not re.search(r"\d", sentence):
             continue
@@ -162,7 +165,9 @@ def helper_steps(turns: list[dict[str, Any]], problem_vec: np.ndarray, embedder)
     for turn in dict.fromkeys(i for i, _, _ in pieces):
         at = [k for k, (i, _, _) in enumerate(pieces) if i == turn]
         best = max(float(relevance[k]) for k in at)
-        kept = [k for k in at if pieces[k][2] or best <= 0 or float(relevance[k]) >= KEEP_SHARE * best]
+        relevant = [k for k in at if pieces[k][2] or best <= 0 or float(relevance[k]) >= KEEP_SHARE * best]
+        # what lies between two relevant sentences stays: a numbered list loses no item from its middle
+        kept = [k for k in at if relevant[0] <= k <= relevant[-1]]
         text, used = [], 0
         for k in kept:
             sentence = pieces[k][1]

@@ -151,3 +151,29 @@ def test_a_chat_answer_of_a_few_words_is_the_fix_where_the_helpers_wrote_nothing
                           ("user", "that printed it, thanks"), ("agent", "Great to hear.")]
     fixes = _fixes(_material("irc2", longer, embedder), "which folder is my terminal in", embedder)
     assert fixes and fixes[0].turn == 1 and all("Great to hear" not in f.text for f in fixes), fixes
+
+
+def test_a_numbered_list_is_offered_whole_without_the_signature(embedder):
+    """The middle item of a list, less close to the problem than the others, is still part of the fix;
+    the pseudonymized signature ("- agent1, Orbit team") is not."""
+    turns = [("user", "Hi all,\nAll of a sudden my Orbit Mail client can receive mail but sending doesn't work."),
+             ("agent", "Hi,\n\nAre you on Windows or Mac, and which version?"),
+             ("user", "macOS Ventura 13.6, Orbit Mail 6.1.4."),
+             ("agent", "No worries at all!\n\nPlease try the following:\n1. Generate an ... in your provider's security "
+                       "page.\n2. Use the app password for outgoing mail.\n\nPlease report back.\n- agent1, Orbit team")]
+    fixes = _fixes(_material("c267", turns, embedder), "Orbit Mail cannot send mail", embedder)
+    assert fixes and fixes[0].turn == 3, fixes
+    assert "1. Generate an ... in your provider's security page. 2. Use the app password" in fixes[0].text, fixes
+    assert "agent1" not in fixes[0].text and "Orbit team" not in fixes[0].text, fixes
+
+
+def test_a_statement_followed_by_a_tag_question_is_the_answer_not_a_clarifying_question(embedder):
+    turns = [("user", "where can i pick up my parcel, tracking PX-20417"),
+             ("agent", "Could you confirm the postcode of the delivery address?"),
+             ("user", "it is 4051"),
+             ("agent", "Thanks! I've checked it and your parcel is waiting in locker 14B at the central station, "
+                       "is that okay?"),
+             ("user", "ok thanks")]
+    fixes = _fixes(_material("p1", turns, embedder), "where is my parcel PX-20417", embedder)
+    assert fixes and fixes[0].turn == 3 and "locker 14B" in fixes[0].text, fixes
+    assert all("postcode" not in f.text for f in fixes)

@@ -13,9 +13,10 @@ from sarag_assets.backends.embedded.backend import EmbeddedBackend
 from sarag_assets.backends.embedded.cues import _INFO_REQUEST as INFO_REQUEST
 from sarag_assets.backends.embedded.cues import confirmation, instruction_score
 from sarag_assets.backends.embedded.phrasing import _FAILED as FAILURE_REPORT
+from sarag_assets.backends.embedded.phrasing import _TAG_QUESTION as TAG_QUESTION
 from sarag_assets.backends.embedded.phrasing import _is_filler as is_filler
 from sarag_assets.backends.embedded.text import split_sentences
 
 # What the query side's answers read of a conversation the way structuring does (`query.fixes`).
-__all__ = ["EmbeddedBackend", "FAILURE_REPORT", "INFO_REQUEST", "analyzed", "confirmation", "instruction_score",
-           "is_filler", "split_sentences"]
+__all__ = ["EmbeddedBackend", "FAILURE_REPORT", "INFO_REQUEST", "TAG_QUESTION", "analyzed", "confirmation",
+           "instruction_score", "is_filler", "split_sentences"]

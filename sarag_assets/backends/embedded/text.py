@@ -214,7 +214,7 @@ def _signature_line(text: str) -> bool:
     in title case ("Carla | Customer Support", "The Melodia Support Team")."""
     if text.endswith(","):
         return True
-    words = _NAME_WORD.findall(text)
+    words = _NAME_WORD.findall(_PLACEHOLDER.sub("Name", text))  # a pseudonym ("agent1") stands for a name
     if not words or len(words) > MAX_SIGNATURE_WORDS or text[-1:] in ".!?:;" or ": " in text:  # "Serial: X1" is data
         return False
     return sum(w[0].isupper() for w in words) * 3 >= 2 * len(words)

@@ -242,6 +242,8 @@ def test_the_letter_frame_is_layout_not_a_line_without_a_full_stop():
     assert kept("It stopped after the update.\nSerial: VX2-4471-KD09") == ["It stopped after the update.", "Serial: VX2-4471-KD09"]
     assert kept("OK, switch off the VPN.\nSara (Melodia Support)") == ["OK, switch off the VPN."]
     assert kept("No worries!\n\nHello user1,\n\nMark our address as a safe sender.") == ["No worries!", "Mark our address as a safe sender."]
+    # a signature whose name the pipeline pseudonymized ("- Julia, Orbit team" published as "agent1")
+    assert kept("Use the app password for outgoing mail.\n- agent1, Orbit team") == ["Use the app password for outgoing mail."]
 
 
 def test_a_verdict_written_like_a_valediction_still_counts(backend):
