@@ -234,11 +234,14 @@ def _goes_on(turns, step: Step, later: Step | None, reply: int, problem_vec: np.
     """(went on, moved on): the helpers went on with the same problem after the asker's reply (a later step
     at least `KEEP_SHARE` as close to the problem as this one, and not closer to something the asker raised
     after the reply than to the problem); the asker moved on to something else (the later step answers
-    what they raised after the reply, a second issue, rather than the problem)."""
+    what they raised after the reply, a second issue, rather than the problem). An answer to a helper's
+    question raises nothing."""
     if later is None:
         return False, False
+    # the asker's answer to a helper's question raises nothing new: it is the same issue, told further
     raised = [turns[i]["text"] for i in range(reply + 1, later.turn)
-              if turns[i]["role"] == "user" and (turns[i]["text"] or "").strip()]
+              if turns[i]["role"] == "user" and (turns[i]["text"] or "").strip()
+              and not (turns[i - 1]["role"] != "user" and _is_question(turns[i - 1]["text"] or ""))]
     to_problem = float(later.vector @ problem_vec)
     moved = bool(raised) and float(np.max(_encode(embedder, raised) @ later.vector)) > to_problem
     return (not moved and to_problem >= KEEP_SHARE * float(step.vector @ problem_vec)), moved

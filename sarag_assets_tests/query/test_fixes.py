@@ -177,3 +177,22 @@ def test_a_statement_followed_by_a_tag_question_is_the_answer_not_a_clarifying_q
     fixes = _fixes(_material("p1", turns, embedder), "where is my parcel PX-20417", embedder)
     assert fixes and fixes[0].turn == 3 and "locker 14B" in fixes[0].text, fixes
     assert all("postcode" not in f.text for f in fixes)
+
+
+
+def test_the_askers_answers_to_the_helpers_questions_are_the_same_issue_not_a_new_one(embedder):
+    """`ood/smarthome`'s sh-019: rounds of questions and answers about one docking problem. What the asker
+    told when asked is no new issue, so the opening sympathy ("I'm sorry to hear ... Let me help.") is not
+    confirmed as the fix; the last step, which the asker accepted, is."""
+    import json
+
+    from sarag_assets_tests.paths import TEST_DATA
+
+    record = next(r for r in map(json.loads, (TEST_DATA / "ood" / "smarthome" / "corpus.jsonl").open())
+                  if r["dialogue_id"] == "sh-019")
+    turns = [("user" if t["speaker"].lower() == "customer" else "agent", t["text"]) for t in record["turns"]]
+    fixes = _fixes(_material("sh-019", turns, embedder), "My robot vacuum turns away from its charging base at "
+                                                          "the last moment", embedder)
+    last_step = max(i for i, (role, _) in enumerate(turns) if role == "agent")
+    assert fixes and (fixes[0].turn, fixes[0].outcome) == (last_step, CONFIRMED), fixes
+    assert all("sorry to hear" not in f.text for f in fixes if f.outcome == CONFIRMED), fixes
