@@ -34,7 +34,7 @@ def test_followups_whose_last_turn_names_nothing_find_the_issue(engine, generate
         found += bool(set(q["gold"]) & set(result.ids()[:3]))
     # A gold conversation in the top 3 for most of them; the latest turn alone finds almost none.
     alone = sum(bool(set(q["gold"]) & set(engine.retrieve(q["turns"][-1:], 10).ids()[:3])) for q in followups)
-    assert found / len(followups) >= 0.6, (found, len(followups))
+    assert found > len(followups) / 2, (found, len(followups))
     assert found > 2 * alone
 
 
