@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 import polars as pl
 
 from sarag_assets.core.structuring import governance
-from sarag_assets.core.structuring.gates import semantic_gate, structural_gate
+from sarag_assets.core.structuring.gates import semantic_gate, structural_gate, value_span
 from sarag_assets.core.structuring.interface import (
     CandidateSchema,
     ColumnConstraints,
@@ -444,14 +444,23 @@ def _gate(batch_key, conversation, content_hash, column: MetadataColumn, raw_val
         "structural_reason": None,
         "metadata_version": version,
         "backend": made_by,
+        "span_turn": None,
+        "span_start": None,
+        "span_end": None,
     }
     if raw_value is None or str(raw_value).strip() == "":
         return record
+    span = value_span(str(raw_value), conversation, evidence) if column.type == "string" else None
+    if span is not None:
+        record["span_turn"], record["span_start"], record["span_end"] = span
     if not gates:
         record["semantic_reason"] = record["structural_reason"] = GATES_SKIPPED
         record["value"] = str(raw_value).strip()
         return record
     ok, reason = semantic_gate(str(raw_value), column, conversation, evidence)
+    if ok and column.signal == ENTITY_SIGNAL and span is None:
+        # what a conversation is about is one span of it: a value no turn holds as written names nothing
+        ok, reason = False, "no span: the conversation does not hold the value as written"
     if ok and judged is not None and not judged[0]:
         ok, reason = False, f"judge: {judged[1]}"
     record["semantic_passed"], record["semantic_reason"] = ok, reason

@@ -4,6 +4,7 @@ attribute named everywhere not taken for the thing, lower-case chat and German. 
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from sarag_assets.backends.embedded import EmbeddedBackend
@@ -121,3 +122,20 @@ def test_a_batch_too_small_to_count_gives_no_verdict():
     stats = UnitStatistics([t.text for t in c.turns] for c in chats)
     assert not stats.usable
     assert unit_names([(t.role, t.text) for t in chats[0].turns], stats) == []
+
+
+def test_the_entity_cell_stores_its_span_and_a_value_no_turn_holds_as_written_is_null(backend):
+    chats = lodging_chats()
+    metadata = GovernedMetadata(version=1, columns=[PRODUCT])
+    frame = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata,
+                                  empty_frame("validated_rows"), backend).frame
+    row = next(r for r in frame.iter_rows(named=True) if r["dialogue_id"] == "l1")
+    turn = chats[1].turns[row["span_turn"]].text
+    assert turn[row["span_start"]:row["span_end"]] == row["value"] == "Courtyard by Lindqvist"
+    # a value stored earlier that the text holds only re-spaced passes the text match, not the span check
+    stored = frame.with_columns(raw_value=pl.when(pl.col("dialogue_id") == "l1").then(pl.lit("Courtyard  by Lindqvist"))
+                                .otherwise(pl.col("raw_value")))
+    again = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata, stored, backend).frame
+    row = next(r for r in again.iter_rows(named=True) if r["dialogue_id"] == "l1")
+    assert row["value"] is None and row["span_turn"] is None
+    assert row["semantic_reason"].startswith("no span")
