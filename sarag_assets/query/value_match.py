@@ -7,7 +7,9 @@ carries (`table_match.entity_shares` weighs a value's idf by it):
 
 - **a near-miss spelling**: a run of query words whose letters and digits are within an edit distance of
   a value's, one edit per `NearMiss.chars_per_edit` characters ("homelnk pro" for "Homelink Pro",
-  "tandori mahal" for "Tandoori Mahal"); confidence 1 - distance / length;
+  "tandori mahal" for "Tandoori Mahal", "grey willow farmsty" for "Greywillow Farmstay"); confidence 1 -
+  distance / length. The runs compared are those around a query word within one edit of a word of the
+  value (a symmetric-delete index), so the cost does not grow with the lexicon;
 - **the distinctive part of a name**: one query word that is a word of exactly one value of the lexicon
   and of no other ("benissimo" for "Benissimo Restaurant & Bar"), holding at least
   `NearMiss.min_part_share` of its letters; confidence that share. A word several values share ("hotel",
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 from sarag_assets.core.indices.table_values import compact
@@ -39,6 +42,9 @@ class NearMiss:
     # a part stands for the name when it holds at least 40% of the name's letters: the name's main word
     # ("Benissimo" of "Benissimo Restaurant & Bar"), not one word of a phrase stored as a value
     min_part_share: float = 0.4
+    # a query word seeds a spelling through a lexicon word within one edit of it that at most this many values
+    # hold: a word of more values ("hotel", "the") says little about which one, and costs a comparison each
+    max_seeded: int = 20
     # query words read together for a spelling: as many as a value has, one more or fewer (a split or a
     # run-together word)
     extra_words: int = 1
@@ -77,21 +83,22 @@ class LooseIndex:
 
     def __init__(self, values: Iterable[tuple[str, str]], limits: NearMiss = LIMITS):
         self.limits = limits
-        self._by_packed: dict[str, list[tuple[str, str]]] = defaultdict(list)
-        self._by_trigram: dict[str, set[str]] = defaultdict(set)
         self._words: dict[str, set[str]] = defaultdict(set)  # word -> normalized values holding it
         self._keys: dict[str, list[tuple[str, str]]] = defaultdict(list)
+        self._packed: dict[str, str] = {}  # value -> its letters and digits run together
         for key in values:
-            value = key[1]
-            self._keys[value].append(key)
-            packed = compact(value.split())
-            if len(packed) >= limits.min_chars and any(ch.isalpha() for ch in packed):
-                if packed not in self._by_packed:
-                    for gram in _trigrams(packed):
-                        self._by_trigram[gram].add(packed)
-                self._by_packed[packed].append(key)
-            for word in set(value.split()):
-                self._words[word].add(value)
+            self._keys[key[1]].append(key)
+            self._packed[key[1]] = compact(key[1].split())
+            for word in set(key[1].split()):
+                self._words[word].add(key[1])
+        # every word of `min_part_chars` or more, and each form of it with one letter left out: two words
+        # within one edit share one of these forms (the symmetric-delete index), so a query word finds the
+        # lexicon's words one letter off in a few lookups, however large the lexicon
+        self._near: dict[str, set[str]] = defaultdict(set)
+        for word in self._words:
+            if len(word) >= limits.min_part_chars:
+                for form in _one_out(word):
+                    self._near[form].add(word)
         self.max_words = max((len(v.split()) for v in self._keys), default=0)
 
     def matches(self, toks: Sequence[str], taken: Sequence[bool]) -> list[LooseMatch]:
@@ -99,17 +106,34 @@ class LooseIndex:
         window first), then distinctive parts of what is still free."""
         taken = list(taken)
         found: list[LooseMatch] = []
-        for size in range(min(self.max_words + self.limits.extra_words, len(toks)), 0, -1):
-            for start in range(0, len(toks) - size + 1):
-                if any(taken[start:start + size]):
-                    continue
-                hit = self._spelled(toks[start:start + size])
-                if hit is None:
-                    continue
-                keys, confidence = hit
-                for i in range(start, start + size):
-                    taken[i] = True
-                found.append(LooseMatch(start, size, " ".join(toks[start:start + size]), keys, confidence))
+        # the values holding a word within one edit of a query word seed the comparison: only the windows
+        # around that word are spelled out against only those values
+        seeds: dict[int, set[str]] = {}
+        for i, tok in enumerate(toks):
+            if taken[i] or len(tok) < self.limits.min_part_chars:
+                continue
+            values = set()
+            for word in {w for form in _one_out(tok) for w in self._near.get(form, ())}:
+                if len(self._words[word]) <= self.limits.max_seeded:
+                    values |= self._words[word]
+            if values:
+                seeds[i] = values
+        windows = []  # (size, start, distance, value)
+        for i, values in seeds.items():
+            for size in range(min(self.max_words + self.limits.extra_words, len(toks)), 0, -1):
+                for start in range(max(0, i - size + 1), min(i, len(toks) - size) + 1):
+                    if any(taken[start:start + size]):
+                        continue
+                    hit = self._spelled(toks[start:start + size], values)
+                    if hit is not None:
+                        windows.append((size, start) + hit)
+        for size, start, d, value in sorted(windows, key=lambda w: (-w[0], w[2], w[1], w[3])):
+            if any(taken[start:start + size]):
+                continue
+            for i in range(start, start + size):
+                taken[i] = True
+            found.append(LooseMatch(start, size, " ".join(toks[start:start + size]), list(self._keys[value]),
+                                    round(1.0 - d / max(len(self._packed[value]), 1), 3)))
         for i, tok in enumerate(toks):
             if taken[i] or len(tok) < self.limits.min_part_chars or not any(ch.isalpha() for ch in tok):
                 continue
@@ -126,35 +150,30 @@ class LooseIndex:
             found.append(LooseMatch(i, 1, tok, list(self._keys[value]), round(min(0.9, share), 3)))
         return found
 
-    def _spelled(self, words: Sequence[str]) -> tuple[list[tuple[str, str]], float] | None:
+    def _spelled(self, words: Sequence[str], values: Iterable[str]) -> tuple[int, str] | None:
+        """(edit distance, value) of the closest of ``values`` whose letters and digits are within the
+        limit of the words', one end of them as written; None when none is, or one is equal (the exact
+        reading's, respaced)."""
         packed = compact(words)
-        if len(packed) < self.limits.min_chars or not any(ch.isalpha() for ch in packed):
-            return None
         limit = len(packed) // self.limits.chars_per_edit
-        if limit < 1:
+        if len(packed) < self.limits.min_chars or limit < 1 or not any(ch.isalpha() for ch in packed):
             return None
-        # an edit changes at most three of a word's character trigrams: a value within `limit` edits shares
-        # all but 3 x limit of them (the q-gram lemma), so only those are compared letter by letter
-        grams = _trigrams(packed)
-        shared: dict[str, int] = defaultdict(int)
-        for gram in grams:
-            for candidate in self._by_trigram.get(gram, ()):
-                shared[candidate] += 1
         best: tuple[int, str] | None = None
-        for candidate, n in shared.items():
-            if n < len(grams) - 3 * limit or abs(len(candidate) - len(packed)) > limit:
+        for value in values:
+            candidate = self._packed[value]
+            if abs(len(candidate) - len(packed)) > limit:
                 continue
             if candidate[0] != packed[0] and candidate[-1] != packed[-1]:
                 continue  # a misspelling keeps one end of the word as written
             d = edit_distance(packed, candidate, limit)
-            if d <= limit and (best is None or (d, candidate) < best):
-                best = (d, candidate)
+            if d <= limit and (best is None or (d, value) < best):
+                best = (d, value)
         if best is None or best[0] == 0:
-            return None  # equal letters: the exact reading's (respaced), not a near miss
-        d, candidate = best
-        return list(self._by_packed[candidate]), round(1.0 - d / max(len(candidate), 1), 3)
+            return None
+        return best
 
 
-def _trigrams(packed: str) -> set[str]:
-    padded = f"^{packed}$"
-    return {padded[i:i + 3] for i in range(len(padded) - 2)}
+@lru_cache(maxsize=65536)
+def _one_out(word: str) -> frozenset[str]:
+    """The word and every form of it with one letter left out."""
+    return frozenset({word} | {word[:i] + word[i + 1:] for i in range(len(word))})
