@@ -1,0 +1,19 @@
+"""When a retrieved conversation is a weak match (`query.strength.is_weak`)."""
+
+from sarag_assets.query.strength import WEAK_BELOW_SD, is_weak
+
+LOW = WEAK_BELOW_SD - 0.5
+
+
+def test_a_conversation_that_neither_stands_out_nor_holds_a_named_value_is_weak():
+    assert is_weak(LOW, [])
+    assert not is_weak(WEAK_BELOW_SD + 0.5, [])
+    assert not is_weak(None, [])  # a corpus too small to tell
+
+
+def test_a_value_the_question_names_makes_it_a_match_a_loose_reading_does_not():
+    named = {"column": "product", "value": "Drum Clean", "matched": "drum clean", "confidence": 1.0}
+    loose = {"column": "product", "value": "Drum Clean", "matched": "drum", "confidence": 0.444}
+    assert not is_weak(LOW, [named])
+    assert is_weak(LOW, [loose])
+    assert not is_weak(LOW, [{"column": "product", "value": "Drum Clean"}])  # no confidence said: exact
