@@ -24,7 +24,7 @@ from pydantic import BaseModel, Field
 from sarag_assets.query.conversations import ConversationReader
 from sarag_assets.query.evidence import Evidence, Gathered, outcome
 from sarag_assets.query.fixes import CONFIRMED, FAILED, NOT_RECORDED, Fix, conversation_fixes, rank_fixes
-from sarag_assets.query.strength import is_weak
+from sarag_assets.query.strength import is_weak, weak_matches
 
 
 @dataclass
@@ -172,7 +172,8 @@ def answer_question(found: Gathered, strength: dict[str, float | None], reader: 
     how far each hit stands out (`strength.match_strength`)."""
     result, evidence = found
     notes = list(result.query.notes)
-    weak = {h.dialogue_id for h in result.hits if is_weak(strength.get(h.dialogue_id), h.matched_columns)}
+    weak = weak_matches([(h.dialogue_id, is_weak(strength.get(h.dialogue_id), h.matched_columns))
+                         for h in result.hits])
     read = result.ids()[:FIX_CONVERSATIONS]  # a weak match's fix is evidence for the LLM, never offered as the fix
     evidence.fixes = []
     for material in reader.materials(read):

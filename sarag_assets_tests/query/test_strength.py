@@ -17,3 +17,13 @@ def test_a_value_the_question_names_makes_it_a_match_a_loose_reading_does_not():
     assert not is_weak(LOW, [named])
     assert is_weak(LOW, [loose])
     assert not is_weak(LOW, [{"column": "product", "value": "Drum Clean"}])  # no confidence said: exact
+
+
+def test_only_the_weak_matches_ranked_below_the_first_close_one_are_set_aside():
+    from sarag_assets.query.strength import weak_matches
+
+    # smarthome q13's shape: the two gold conversations ranked first do not stand out, the third does
+    assert weak_matches([("a", True), ("b", True), ("c", False), ("d", True), ("e", False)]) == {"d"}
+    assert weak_matches([("a", False), ("b", True)]) == {"b"}
+    assert weak_matches([("a", True), ("b", True)]) == {"a", "b"}  # nothing stands out: all weak
+    assert weak_matches([]) == set()
