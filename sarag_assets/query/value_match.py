@@ -1,7 +1,7 @@
 """A query's mention of a table value, however the asker writes it. No Dagster.
 
 The exact and respaced readings (`core.indices.table_values.TableValues.matches`: case-free, with other
-spacing or punctuation, "sun flower cafe" for "Sunflower Cafe") come first. Words of the query
+spacing or punctuation, "a corn guest house" for "Acorn Guest House") come first. Words of the query
 left unmatched by them are then read two more ways, each with a confidence below 1 that the ranking
 carries (`table_match.entity_shares` weighs a value's idf by it):
 
