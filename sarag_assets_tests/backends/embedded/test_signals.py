@@ -683,9 +683,15 @@ def test_a_word_opening_a_quoted_status_or_label_is_no_name():
     assert product_of([("user", "It's Orbit Mail that fails since this morning.")]) == "Orbit Mail"
 
 
-def test_two_names_joined_by_and_stay_two():
-    # a name with "and" inside is kept whole by the batch's unit names (core/structuring/test_unit_names.py);
-    # the detector alone reads one conversation, where "Orbit Mail and the Postwise" are two names
+def test_a_name_joined_by_a_conjunction_is_kept_whole():
+    # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
+    # conversation also gives; two names joined by "and" stay two
+    turns = [("user", "Hi, I have a question about A AND B GUEST HOUSE. Are children welcomed at this location?"),
+             ("agent", "Yes, you can stay with children at A and B Guest House.")]
+    assert product_of(turns) == "A AND B GUEST HOUSE"
+    turns = [("user", "Hi, I have a question about Alexander Bed and Breakfast. Do they have wifi?"),
+             ("agent", "Yes, Alexander Bed And Breakfast has free wifi in all rooms.")]
+    assert product_of(turns) == "Alexander Bed And Breakfast"
     turns = [("user", "I have the Orbit Mail and the Postwise apps. Orbit Mail won't send since this morning."),
              ("agent", "Is it Orbit Mail or Postwise that fails?")]
     assert product_of(turns) == "Orbit Mail"
