@@ -7,13 +7,15 @@ sentence is one (real chat answers with a command or a menu path: "pwd"). Measur
 `evaluation.answer_quality.score_answers` on the real IRC follow-ups (CC BY 4.0), fix from gold / nugget
 coverage over the queries whose gold thread ends on an answer: #ubuntu 0.293 / 0.297 with the minimum
 everywhere, 0.318 / 0.329 with this fallback; the other channels 0.377 / 0.361 and 0.404 / 0.396. Without
-any minimum a closing beside a full step ("Great to hear.") became the fix of the README's question. Its sentences are those of the embedded backend's analysis, without a
+any minimum a closing beside a full step ("Great to hear.") became the fix of the README's question.
+Its sentences are those of the embedded backend's analysis, without a
 letter's frame (salutation, signature). A sentence is substantive unless it is filler (greetings, thanks, sign-offs,
 hold messages), a question or a request for information that gives no step (a statement followed by a
 tag question, "your seat is 5D, is that okay?", is a statement), or a short aside (fewer than
 `MIN_SENTENCE_WORDS` words, no digit); nor when its cosine to the problem is below `KEEP_SHARE` of the
 turn's best sentence and the English step detector hears no step in it ("That's why it started.",
-"Nothing you did wrong."), unless it stands between two that are kept (an item of a numbered list). The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
+"Nothing you did wrong."), unless it stands between two that are kept (an item of a numbered list).
+The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
 
 **The graph picks the words.** The anchor is the node (an issue-solution unit) most similar to the
 question, by the larger of the cosines of its issue and its answer. From it the walk follows the
