@@ -34,12 +34,8 @@ def match_strength(dense: DenseIndexes, vector: np.ndarray, dialogue_ids: list[s
 
 def is_weak(strength: float | None, matched: list | None = None) -> bool:
     """A weak match: it does not stand out from the corpus (`match_strength`; never said of a corpus
-    too small to tell) and holds none of the values the question names (`Hit.matched_columns`). A value
-    read loosely (`value_match`: a near-miss spelling or a name's one distinctive word, confidence below 1)
-    moves the ranking by its confidence but is no proof of a match: "drum" of a question about a washing
-    machine's drum is the product "Drum Clean" only by its word."""
-    named = [m for m in matched or [] if float(m.get("confidence", 1.0)) >= 1.0]
-    return strength is not None and strength < WEAK_BELOW_SD and not named
+    too small to tell) and holds none of the values the question names (`Hit.matched_columns`)."""
+    return strength is not None and strength < WEAK_BELOW_SD and not matched
 
 
 def weak_matches(ranked: list[tuple[str, bool]]) -> set[str]:
