@@ -29,8 +29,8 @@ _COORDINATORS = frozenset({"and", "&", "+", "und"})
 
 
 def _joined_by_conjunctions(name: str, text: str) -> bool:
-    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by a conjunction: "A and B
-    Guest House", not "Homelink Pro" (no conjunction) nor "Orbit Mail and the Postwise"."""
+    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by a conjunction: "Ink and Quill
+    Notes", not "Homelink Pro" (no conjunction) nor "Orbit Mail and the Postwise"."""
     m = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text, re.I)
     words = m.group().split() if m else []
     return any(w in _COORDINATORS for w in words) and all(
@@ -255,7 +255,7 @@ def product_candidates(
             at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$|(?:^|\s)['‘]$", body[: m.start()]))
             if at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", tokens[0]):
                 continue
-            # a function word before a conjunction is a name's word, not an article: "A And B Guest House"
+            # a function word before a conjunction is a name's word, not an article: "A And B Notes"
             while tokens and _function_word(tokens[0]) and not (len(tokens) > 2 and tokens[1].lower() in _COORDINATORS):
                 start += len(tokens[0]) + 1
                 tokens = tokens[1:]
@@ -365,8 +365,8 @@ def product_candidates(
     for key in list(found):
         if key in denied or key in claimed_anywhere:
             del found[key]
-    # a name the capitals cut short at a conjunction ("Alexander Bed" of "Alexander Bed and Breakfast", "B
-    # Guest House" of "A and B Guest House") is the longer name the conversation also gives, where its
+    # a name the capitals cut short at a conjunction ("Lark Backup" of "Lark Backup and Restore", "B
+    # Notes" of "A and B Notes") is the longer name the conversation also gives, where its
     # sentence holds that too
     for key in sorted(found, key=len):
         inside = re.compile(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])")

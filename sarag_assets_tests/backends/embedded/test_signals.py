@@ -686,12 +686,12 @@ def test_a_word_opening_a_quoted_status_or_label_is_no_name():
 def test_a_name_joined_by_a_conjunction_is_kept_whole():
     # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
     # conversation also gives; two names joined by "and" stay two
-    turns = [("user", "Hi, I have a question about A AND B GUEST HOUSE. Are children welcomed at this location?"),
-             ("agent", "Yes, you can stay with children at A and B Guest House.")]
-    assert product_of(turns) == "A AND B GUEST HOUSE"
-    turns = [("user", "Hi, I have a question about Alexander Bed and Breakfast. Do they have wifi?"),
-             ("agent", "Yes, Alexander Bed And Breakfast has free wifi in all rooms.")]
-    assert product_of(turns) == "Alexander Bed And Breakfast"
+    turns = [("user", "Hi, I have a question about A AND B NOTES. Does it sync between two laptops?"),
+             ("agent", "Yes, A and B Notes syncs between any two devices.")]
+    assert product_of(turns) == "A AND B NOTES"
+    turns = [("user", "Hi, I have a question about Lark Backup and Restore. Does it keep old versions?"),
+             ("agent", "Yes, Lark Backup And Restore keeps 30 versions of every file.")]
+    assert product_of(turns) == "Lark Backup And Restore"
     turns = [("user", "I have the Orbit Mail and the Postwise apps. Orbit Mail won't send since this morning."),
              ("agent", "Is it Orbit Mail or Postwise that fails?")]
     assert product_of(turns) == "Orbit Mail"
