@@ -93,6 +93,15 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
     problems = check_gold(eval_queries, [d.dialogue_id for d in dialogues])
     if problems:
         raise EvalError(f"{queries_path}: {problems[0]}" + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    truth_path = Path(truth) if truth is not None else corpus.parent / "truth.jsonl"
+    issues = None
+    if truth is not None or truth_path.is_file():
+        try:  # read before the ingest, so that a wrong file costs no pipeline run
+            issues = load_truth(truth_path)
+        except (OSError, TruthFileError) as exc:
+            raise EvalError(str(exc)) from None
+        if issues is None and truth is not None:
+            raise EvalError(f"{truth_path}: not a truth file of issues (problem, fix, dialogue_ids per line)")
     log(f"ingesting {len(dialogues)} conversations into {root}")
     ingest_s = ingest(root, corpus, progress=log)
     homes = {}
@@ -102,20 +111,12 @@ def evaluate(corpus: str | os.PathLike, queries: str | os.PathLike, home: str | 
             log(f"{name}: ingesting the same corpus with {ABLATIONS[name]}")
             ingest(homes[name], corpus, ABLATIONS[name], progress=lambda step, name=name: log(f"{name}: {step}"))
     report = score_systems(root, eval_queries, names, k=k, ablation_homes=homes, ingest_s=ingest_s, log=log)
-    truth_path = Path(truth) if truth is not None else corpus.parent / "truth.jsonl"
     fidelity = None
-    if truth is not None or truth_path.is_file():
-        try:
-            issues = load_truth(truth_path)
-        except (OSError, TruthFileError) as exc:
-            raise EvalError(str(exc)) from None
-        if issues is None and truth is not None:
-            raise EvalError(f"{truth_path}: not a truth file of issues (problem, fix, dialogue_ids per line)")
-        if issues:
-            from sarag_assets.core.encoding.embedder import default_embedder
+    if issues:
+        from sarag_assets.core.encoding.embedder import default_embedder
 
-            log(f"fidelity of the problem and resolution cells against {truth_path}")
-            fidelity = home_fidelity(root / "warehouse.duckdb", issues, default_embedder().encode)
+        log(f"fidelity of the problem and resolution cells against {truth_path}")
+        fidelity = home_fidelity(root / "warehouse.duckdb", issues, default_embedder().encode)
     from sarag_assets.evaluation.answer_quality import score_answers
 
     answers = score_answers(root, eval_queries, truth_path if truth_path.is_file() else None, log=log)

@@ -89,6 +89,17 @@ def test_eval_input_errors_are_one_line(tmp_path):
     assert "Traceback" not in missing_gold.stderr
     no_file = _eval("--corpus", str(tmp_path / "nope.jsonl"), "--queries", str(queries))
     assert no_file.returncode == 2 and "no such file" in no_file.stderr
+    # a truth file of conversations, not of issues (what `sarag generate` writes), is refused before the
+    # ingest: the home is never built
+    corpus = EVAL_DATA / "abcd" / "corpus.jsonl"
+    first = json.loads(corpus.open().readline())["dialogue_id"]
+    queries.write_text(json.dumps({"query_id": "q1", "text": "x", "gold": [first]}) + "\n")
+    truth = tmp_path / "truth.jsonl"
+    truth.write_text(json.dumps({"dialogue_id": first, "product": "x", "resolved": True}) + "\n")
+    wrong_truth = _eval("--corpus", str(corpus), "--queries", str(queries), "--home", str(tmp_path / "t"),
+                        "--systems", "bm25", "--truth", str(truth))
+    assert wrong_truth.returncode == 2 and "not a truth file of issues" in wrong_truth.stderr, wrong_truth.stderr
+    assert not (tmp_path / "t" / "warehouse.duckdb").exists()
     with pytest.raises(EvalError, match="unknown systems"):
         parse_systems("bm25,telepathy")
     assert parse_systems("sarag, bm25") == ["sarag", "bm25"]
