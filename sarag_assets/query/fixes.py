@@ -14,7 +14,8 @@ hold messages), a question or a request for information that gives no step (a st
 tag question, "your seat is 5D, is that okay?", is a statement), or a short aside (fewer than
 `MIN_SENTENCE_WORDS` words, no digit); nor when its cosine to the problem is below `KEEP_SHARE` of the
 turn's best sentence and the English step detector hears no step in it ("That's why it started.",
-"Nothing you did wrong."). The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
+"Nothing you did wrong."), unless it stands between two that are kept (an item of a numbered list).
+The words offered are those sentences, verbatim and in order, up to `FIX_CHARS`.
 
 **The graph picks the words.** The anchor is the node (an issue-solution unit) most similar to the
 question, by the larger of the cosines of its issue and its answer. From it the walk follows the
@@ -166,7 +167,9 @@ def helper_steps(turns: list[dict[str, Any]], problem_vec: np.ndarray, embedder)
     for turn in dict.fromkeys(i for i, _, _ in pieces):
         at = [k for k, (i, _, _) in enumerate(pieces) if i == turn]
         best = max(float(relevance[k]) for k in at)
-        kept = [k for k in at if pieces[k][2] or best <= 0 or float(relevance[k]) >= KEEP_SHARE * best]
+        relevant = [k for k in at if pieces[k][2] or best <= 0 or float(relevance[k]) >= KEEP_SHARE * best]
+        # what lies between two relevant sentences stays: a numbered list loses no item from its middle
+        kept = [k for k in at if relevant[0] <= k <= relevant[-1]]
         text, used = [], 0
         for k in kept:
             sentence = pieces[k][1]

@@ -153,17 +153,17 @@ def test_a_chat_answer_of_a_few_words_is_the_fix_where_the_helpers_wrote_nothing
     assert fixes and fixes[0].turn == 1 and all("Great to hear" not in f.text for f in fixes), fixes
 
 
-def test_a_pseudonymized_signature_is_not_part_of_the_fix(embedder):
-    """The signature of a helper whose name was pseudonymized ("- agent1, Orbit team") is a letter's
-    frame, as it was before the name was replaced."""
+def test_a_numbered_list_is_offered_whole_without_the_signature(embedder):
+    """The middle item of a list, less close to the problem than the others, is still part of the fix;
+    the pseudonymized signature ("- agent1, Orbit team") is not."""
     turns = [("user", "Hi all,\nAll of a sudden my Orbit Mail client can receive mail but sending doesn't work."),
              ("agent", "Hi,\n\nAre you on Windows or Mac, and which version?"),
              ("user", "macOS Ventura 13.6, Orbit Mail 6.1.4."),
-             ("agent", "No worries at all!\n\nPlease try the following:\n1. Generate an app password in your "
-                       "provider's security page.\n2. Use the app password for outgoing mail.\n\nPlease report "
-                       "back.\n- agent1, Orbit team")]
+             ("agent", "No worries at all!\n\nPlease try the following:\n1. Generate an ... in your provider's security "
+                       "page.\n2. Use the app password for outgoing mail.\n\nPlease report back.\n- agent1, Orbit team")]
     fixes = _fixes(_material("c267", turns, embedder), "Orbit Mail cannot send mail", embedder)
-    assert fixes and fixes[0].turn == 3 and "app password for outgoing mail" in fixes[0].text, fixes
+    assert fixes and fixes[0].turn == 3, fixes
+    assert "1. Generate an ... in your provider's security page. 2. Use the app password" in fixes[0].text, fixes
     assert "agent1" not in fixes[0].text and "Orbit team" not in fixes[0].text, fixes
 
 
