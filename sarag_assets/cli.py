@@ -591,6 +591,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_eval_entities(args) -> int:
+    from sarag_assets.evaluation.entities import evaluate_entities
+
+    reports = []
+    for folder in args.corpora:
+        if not (Path(folder) / "corpus.jsonl").is_file() or not (Path(folder) / "labels.jsonl").is_file():
+            raise CliError(f"{folder}: needs corpus.jsonl and labels.jsonl")
+        with _progress():
+            report = evaluate_entities(folder)
+        print(report.render())
+        reports.append(report)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"corpora": [r.as_dict() for r in reports],
+                                               "misses": {r.corpus: r.misses for r in reports}}, indent=1) + "\n")
+    return 0
+
+
 def _visible(text) -> str:
     """A stored value as a terminal may show it: control characters (an ESC from a quarantined record,
     a home built before ingestion removed them) are printed as escapes, not obeyed."""
@@ -652,6 +669,7 @@ COMMAND_EXAMPLES = {
     "worker": ["SARAG_EXECUTOR=celery SARAG_CELERY_BROKER=redis://broker:6379/0 sarag worker --concurrency 2"],
     "eval": ["sarag eval --corpus corpus.jsonl --queries queries.jsonl --json report.json",
              "sarag eval --corpus c.jsonl --queries q.jsonl --home /tmp/h --systems sarag,hybrid,dense"],
+    "eval-entities": ["sarag eval-entities sarag_assets_tests/data/entities/sgd --json entities.json"],
 }
 
 
@@ -769,6 +787,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--truth", help="a truth file of issues for the fidelity of the problem and resolution cells "
                    "(default: truth.jsonl beside the corpus, when it holds issues)")
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("eval-entities", help="entity-cell exactness and query value recall on labelled real corpora")
+    p.add_argument("corpora", nargs="+", help="folders holding corpus.jsonl and labels.jsonl "
+                   "(e.g. sarag_assets_tests/data/entities/sgd)")
+    p.add_argument("--json", metavar="OUT.json", help="also write the figures and every miss as JSON")
+    p.set_defaults(func=cmd_eval_entities)
     return parser
 
 

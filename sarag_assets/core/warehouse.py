@@ -88,6 +88,9 @@ TABLES: dict[str, list[tuple[str, str]]] = {
         ("structural_reason", "VARCHAR"),
         ("metadata_version", "INTEGER NOT NULL"),
         ("backend", "VARCHAR"),
+        ("span_turn", "INTEGER"),
+        ("span_start", "INTEGER"),
+        ("span_end", "INTEGER"),
     ],
     "pseudo_documents": [
         ("batch_key", "VARCHAR NOT NULL"),

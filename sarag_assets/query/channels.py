@@ -102,7 +102,7 @@ class Channels:
             held = len(lexicon.rows(e.column, key))
             if not held:
                 continue
-            gain = lexicon.idf(held)
+            gain = lexicon.idf(held) * e.confidence
             total += gain
             trusted += gain * lexicon.trust(e.column, key, self.tables.mentions)
         return trusted / total if total > 0 else 1.0

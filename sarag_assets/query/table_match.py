@@ -13,7 +13,8 @@ import numpy as np
 
 
 def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str]) -> "RowShares":
-    """Per row, the share of the query's mentioned values it holds. A value counts with its idf; a value
+    """Per row, the share of the query's mentioned values it holds. A value counts with its idf times the
+    confidence of its reading (`value_match`); a value
     found in several columns (a version the table keeps twice) counts once, by its best reading. In
     arrays: at 100,000 rows a mentioned value can be held by thousands of them. ``positions_of(entity)``:
     the sorted table positions (in ``row_ids``) of the rows holding it; ``idf(rows holding it)``."""
@@ -23,7 +24,9 @@ def entity_shares(entities: Sequence, positions_of, idf, row_ids: Sequence[str])
     total = 0.0
     positions, gains = [], []
     for group in groups.values():
-        held = [(rows, idf(len(rows))) for rows in map(positions_of, group) if len(rows)]
+        # a loose reading (a near-miss spelling, a part of a name) counts as far as it is sure
+        held = [(rows, idf(len(rows)) * getattr(entity, "confidence", 1.0))
+                for entity, rows in zip(group, map(positions_of, group)) if len(rows)]
         if not held:
             continue
         rows, gain = _best_per_row(held)

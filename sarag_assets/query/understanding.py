@@ -15,6 +15,7 @@ what "it" / "that one" is. Two things come out of it:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -24,6 +25,7 @@ from sarag_assets.core.indices.table_values import (
     tokens,
 )
 from sarag_assets.core.ingest.markup import plain_text
+from sarag_assets.query.value_match import LooseIndex
 
 MAX_QUERY_CHARS = 10_000  # per turn; longer text is cut (embedding and BM25 gain nothing from more)
 MAX_TURNS = 50
@@ -50,9 +52,11 @@ class Entity:
     turn: int  # index of the latest query turn it was found in
     df: int  # rows holding it
     surface: str  # the query's words that matched
+    confidence: float = 1.0  # 1 for the value's words or letters as written; below for a loose reading
 
     def as_dict(self) -> dict[str, Any]:
-        return {"column": self.column, "value": self.value, "turn": self.turn, "matched": self.surface}
+        return {"column": self.column, "value": self.value, "turn": self.turn, "matched": self.surface,
+                "confidence": self.confidence}
 
 
 @dataclass
@@ -152,16 +156,34 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
 class ValueLexicon(TableValues):
     """Short cell values of the governed table (`TableValues`), found as entities in a query's turns."""
 
+    @cached_property
+    def loose(self) -> LooseIndex:
+        return LooseIndex(self._rows)
+
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not
         matched again), written as stored or with other spacing ("HC31" for "HC-31", `TableValues.matches`);
-        one entity per (column, value), from the latest turn naming it."""
+        then, in the words left, near-miss spellings and distinctive parts of names (`value_match`), each
+        with its confidence. One entity per (column, value), from the latest turn naming it, with the
+        best confidence any turn gave it."""
         found: dict[tuple[str, str], Entity] = {}
+
+        def add(key, index, surface, confidence=1.0):
+            earlier = found.get(key)
+            best = max(confidence, earlier.confidence) if earlier else confidence
+            found[key] = Entity(key[0], self._stored[key], index, len(self._rows[key]), surface, best)
+
         for index, turn in enumerate(query.turns):
             toks = tokens(turn.text)
-            for _, _, gram, keys in self.matches(toks, longest=True):
+            taken = [False] * len(toks)
+            for start, size, gram, keys in self.matches(toks, longest=True):
+                taken[start:start + size] = [True] * size
                 for key in keys:
-                    found[key] = Entity(key[0], self._stored[key], index, len(self._rows[key]), gram)
+                    add(key, index, gram)
+            if len(self._rows):
+                for m in self.loose.matches(toks, taken):
+                    for key in m.keys:
+                        add(key, index, m.surface, m.confidence)
         return sorted(found.values(), key=lambda e: (e.column, e.value))
 
 

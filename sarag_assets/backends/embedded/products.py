@@ -24,19 +24,6 @@ from sarag_assets.backends.embedded.versions import (
 
 # --- product names ----------------------------------------------------------------------------------
 
-# conjunctions join two words of one name ("A And B", "Procter & Gamble"); a closed class, not a cue list
-_COORDINATORS = frozenset({"and", "&", "+", "und"})
-
-
-def _joined_by_conjunctions(name: str, text: str) -> bool:
-    """Whether ``text`` holds ``name`` (any case) as capitalized words joined by a conjunction: "Ink and Quill
-    Notes", not "Homelink Pro" (no conjunction) nor "Orbit Mail and the Postwise"."""
-    m = re.search(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])", text, re.I)
-    words = m.group().split() if m else []
-    return any(w in _COORDINATORS for w in words) and all(
-        w[0].isupper() or w[0].isdigit() or w in _COORDINATORS for w in words)
-
-
 def _function_word(token: str) -> bool:
     t = token.lower().strip(".,")
     return t in _NOT_PRODUCT_WORDS or t in _STOP
@@ -255,8 +242,7 @@ def product_candidates(
             at_start = not body[: m.start()].strip() or bool(re.search(r"[.!?:;\"“()]\s*$|(?:^|\s)['‘]$", body[: m.start()]))
             if at_start and len(tokens) == 1 and not re.search(r"[a-z][A-Z]|\d", tokens[0]):
                 continue
-            # a function word before a conjunction is a name's word, not an article: "A And B Notes"
-            while tokens and _function_word(tokens[0]) and not (len(tokens) > 2 and tokens[1].lower() in _COORDINATORS):
+            while tokens and _function_word(tokens[0]):
                 start += len(tokens[0]) + 1
                 tokens = tokens[1:]
             while tokens and (tokens[-1].lower().strip(".,") in _NOT_PRODUCT_WORDS or tokens[-1].lower().strip(".,") in _STOP or tokens[-1].lower().strip(".,") in claimed_set):
@@ -364,17 +350,6 @@ def product_candidates(
                     del found[k]
     for key in list(found):
         if key in denied or key in claimed_anywhere:
-            del found[key]
-    # a name the capitals cut short at a conjunction ("Lark Backup" of "Lark Backup and Restore", "B
-    # Notes" of "A and B Notes") is the longer name the conversation also gives, where its
-    # sentence holds that too
-    for key in sorted(found, key=len):
-        inside = re.compile(r"(?<![\w-])" + re.escape(key) + r"(?![\w-])")
-        longer = next((k for k in sorted(found, key=len) if len(k) > len(key) and inside.search(k)
-                       and _joined_by_conjunctions(k, found[key][3])), None)
-        if longer is not None:
-            found[longer][4] += found[key][4]
-            found[longer][1] = max(found[longer][1], found[key][1])
             del found[key]
     # a model number inside a longer name counts for the longer name
     for key in list(found):

@@ -83,6 +83,22 @@ def _conversation_text(conversation: ConversationInput) -> str:
     return "\n".join(t.text for t in conversation.turns)
 
 
+def value_span(value: str, conversation: ConversationInput, evidence: str | None = None) -> tuple[int, int, int] | None:
+    """(turn, start, end) of the value's exact words in the conversation, any case: in the turn that holds
+    the evidence first, else the first turn holding them. None when no turn does."""
+    needle = str(value).strip().lower()
+    if not needle:
+        return None
+    order = list(range(len(conversation.turns)))
+    if evidence:
+        order.sort(key=lambda i: evidence.strip() not in conversation.turns[i].text)
+    for i in order:
+        at = conversation.turns[i].text.lower().find(needle)
+        if at >= 0 and len(conversation.turns[i].text.lower()) == len(conversation.turns[i].text):
+            return i, at, at + len(needle)
+    return None
+
+
 EXCERPT_GAP = " … "  # joins the non-adjacent pieces of an extractive excerpt (a backend's quote of several sentences)
 
 

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 import polars as pl
 
 from sarag_assets.core.structuring import governance
-from sarag_assets.core.structuring.gates import semantic_gate, structural_gate
+from sarag_assets.core.structuring.gates import semantic_gate, structural_gate, value_span
 from sarag_assets.core.structuring.interface import (
     CandidateSchema,
     ColumnConstraints,
@@ -32,6 +32,7 @@ from sarag_assets.core.structuring.interface import (
     per_conversation,
     prepare_batch,
 )
+from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell
 from sarag_assets.core.warehouse import conform, empty_frame, polars_schema
 
 
@@ -354,6 +355,8 @@ def validated_row_records(
         row: ExtractedRow = backend.extract_row(conversation, subset)
         return row, (_judge(backend, conversation, subset, row) if gates else {})
 
+    # the names this batch uses as units, for the entity column's cells (`unit_names`)
+    units = UnitStatistics([t.text for t in conversation.turns] for conversation, _ in conversations)
     items = list(zip(conversations, plans))
     extracted: list = []
     for start in range(0, len(items), PREPARE_CHUNK):
@@ -375,6 +378,8 @@ def validated_row_records(
             for column in needed:
                 v = by_column.get(column.name)
                 values[column.name] = (v.value if v else None, v.evidence if v else None, row.backend or backend.name)
+                if column.signal == ENTITY_SIGNAL:
+                    values[column.name] = _entity_value(conversation, units, *values[column.name])
             extracted_cells += len(needed)
         else:
             judged = {}
@@ -391,6 +396,25 @@ def validated_row_records(
     frame = conform("validated_rows", pl.DataFrame(records, infer_schema_length=None)) if records else empty_frame(
         "validated_rows")
     return StageResult(frame, failures, {"extracted_cells": extracted_cells, "carried_cells": carried_cells})
+
+
+# the signal of the column holding what a conversation is about (the embedded backend's product detector;
+# the governed column keeps the signal of the candidates it came from)
+ENTITY_SIGNAL = "product"
+
+
+def _entity_value(conversation: ConversationInput, units: UnitStatistics, value, evidence, made_by):
+    """The entity cell as the batch's unit names read it (`unit_names.entity_cell`), the backend's value
+    counting as evidence; the backend's value unchanged when the batch is too small to count or no unit
+    name qualifies (a frequent product's name is no unit name, and is still the product where nothing
+    more specific is named)."""
+    if not units.usable:
+        return value, evidence, made_by
+    turns = [(t.role, t.text) for t in conversation.turns]
+    unit = entity_cell(turns, units, value)
+    if unit is None:
+        return value, evidence, made_by
+    return unit.value, turns[unit.turn][1], made_by
 
 
 def _judge(backend, conversation, metadata, row) -> dict[str, tuple[bool, str]]:
@@ -420,14 +444,23 @@ def _gate(batch_key, conversation, content_hash, column: MetadataColumn, raw_val
         "structural_reason": None,
         "metadata_version": version,
         "backend": made_by,
+        "span_turn": None,
+        "span_start": None,
+        "span_end": None,
     }
     if raw_value is None or str(raw_value).strip() == "":
         return record
+    span = value_span(str(raw_value), conversation, evidence) if column.type == "string" else None
+    if span is not None:
+        record["span_turn"], record["span_start"], record["span_end"] = span
     if not gates:
         record["semantic_reason"] = record["structural_reason"] = GATES_SKIPPED
         record["value"] = str(raw_value).strip()
         return record
     ok, reason = semantic_gate(str(raw_value), column, conversation, evidence)
+    if ok and column.signal == ENTITY_SIGNAL and span is None:
+        # what a conversation is about is one span of it: a value no turn holds as written names nothing
+        ok, reason = False, "no span: the conversation does not hold the value as written"
     if ok and judged is not None and not judged[0]:
         ok, reason = False, f"judge: {judged[1]}"
     record["semantic_passed"], record["semantic_reason"] = ok, reason

@@ -683,15 +683,9 @@ def test_a_word_opening_a_quoted_status_or_label_is_no_name():
     assert product_of([("user", "It's Orbit Mail that fails since this morning.")]) == "Orbit Mail"
 
 
-def test_a_name_joined_by_a_conjunction_is_kept_whole():
-    # an initial before "and" is no article, and a name the capitals cut at "and" is the whole name the
-    # conversation also gives; two names joined by "and" stay two
-    turns = [("user", "Hi, I have a question about A AND B NOTES. Does it sync between two laptops?"),
-             ("agent", "Yes, A and B Notes syncs between any two devices.")]
-    assert product_of(turns) == "A AND B NOTES"
-    turns = [("user", "Hi, I have a question about Lark Backup and Restore. Does it keep old versions?"),
-             ("agent", "Yes, Lark Backup And Restore keeps 30 versions of every file.")]
-    assert product_of(turns) == "Lark Backup And Restore"
+def test_two_names_joined_by_and_stay_two():
+    # a name with "and" inside is kept whole by the batch's unit names (core/structuring/test_unit_names.py);
+    # the detector alone reads one conversation, where "Orbit Mail and the Postwise" are two names
     turns = [("user", "I have the Orbit Mail and the Postwise apps. Orbit Mail won't send since this morning."),
              ("agent", "Is it Orbit Mail or Postwise that fails?")]
     assert product_of(turns) == "Orbit Mail"

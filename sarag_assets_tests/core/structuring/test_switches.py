@@ -128,6 +128,7 @@ def stored_rows(values: dict[str, str]) -> pl.DataFrame:
         "batch_key": "b", "dialogue_id": "t1", "content_hash": "h1", "column_name": name, "value": None,
         "raw_value": raw, "evidence": raw, "semantic_passed": None, "semantic_reason": None,
         "structural_passed": None, "structural_reason": None, "metadata_version": 1, "backend": "llm/some-model",
+        "span_turn": None, "span_start": None, "span_end": None,
     } for name, raw in values.items()]))
 
 

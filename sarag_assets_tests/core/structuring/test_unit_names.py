@@ -1,0 +1,175 @@
+"""The entity cell as the names a batch uses as units (`core.structuring.unit_names`), through the
+validated rows of the real embedded backend: whole names with "and" / "by" / "of" / "the" inside, an
+attribute named everywhere not taken for the thing, lower-case chat and German. The statistics need a
+batch of `UnitNameRules.min_conversations`: each corpus is completed with conversations about other
+things in the same language and writing. Every name is invented."""
+
+from __future__ import annotations
+
+from itertools import product as _combinations
+
+import polars as pl
+import pytest
+
+from sarag_assets.backends.embedded import EmbeddedBackend
+from sarag_assets.core.structuring.interface import (
+    ConversationInput,
+    ConversationTurn,
+    GovernedMetadata,
+    MetadataColumn,
+)
+from sarag_assets.core.structuring.tables import validated_row_records
+from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell, unit_names
+from sarag_assets.core.warehouse import empty_frame
+
+PRODUCT = MetadataColumn(name="product", type="string", signal="product",
+                         meaning="The product, device or service the conversation is about.")
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return EmbeddedBackend()
+
+
+def chat(dialogue_id: str, *texts: str) -> ConversationInput:
+    roles = ["user", "agent"]
+    return ConversationInput(dialogue_id=dialogue_id, turns=[
+        ConversationTurn(speaker=f"{roles[i % 2]}1", role=roles[i % 2], text=t) for i, t in enumerate(texts)])
+
+
+def invented_words(n: int, capital: bool = True) -> list[str]:
+    syllables = ["ka", "lo", "vi", "ren", "tor", "mi", "sa", "del", "quo", "bri", "zan", "fel", "mor", "pex"]
+    words = ["".join(c) for c in _combinations(syllables, repeat=3)][:n]
+    return [w.capitalize() if capital else w for w in words]
+
+
+def other_chats(n: int, language: str = "en", capital: bool = True) -> list[ConversationInput]:
+    """Conversations about other things (a gadget each), so that the batch's words have their spread."""
+    if language == "de":
+        lines = ["hallo, meine {w} app stürzt ab, wenn ich die einstellungen öffne.",
+                 "bitte leeren sie den cache von {w} und versuchen sie es noch einmal.",
+                 "danke, jetzt geht es wieder.", "das freut mich, einen schönen tag noch."]
+    else:
+        lines = ["Hi, my {w} app crashes when I open the settings page.",
+                 "Please clear the cache of {w} and try it again.", "Thanks, that worked.", "Glad to hear it!"]
+        if not capital:
+            lines = [line.lower() for line in lines]
+    return [chat(f"o{i}", *(line.format(w=w) for line in lines)) for i, w in enumerate(invented_words(n, capital))]
+
+
+def product_cells(conversations, backend) -> dict[str, str | None]:
+    metadata = GovernedMetadata(version=1, columns=[PRODUCT])
+    frame = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in conversations], metadata,
+                                  empty_frame("validated_rows"), backend).frame
+    return {r["dialogue_id"]: r["value"] for r in frame.iter_rows(named=True) if r["column_name"] == "product"}
+
+
+BATCH = 200  # `UnitNameRules.min_conversations`
+
+
+# Lodgings the asker stays at; each conversation has its own, the helper answers about it by name.
+LODGINGS = ["Moss and Heron Lodge", "Courtyard by Lindqvist", "Inn of the Seven Gates", "The Quillon Rooms",
+            "Brackenfold Hostel", "Saltmarrow Cabins", "Ostvik Harbour Suites", "Greywillow Farmstay",
+            "Tamberlane Court", "Pellucid Bay Resort", "Corrow Mill Retreat", "Vintry Yard Apartments"]
+ASKS = ["Do they allow dogs?", "Is breakfast included?", "Is there parking on site?", "Can I check in late?",
+        "Do the rooms have a kettle?", "Is the wifi free?"]
+
+
+def lodging_chats(payment: str | None = None) -> list[ConversationInput]:
+    chats = []
+    for i, name in enumerate(LODGINGS):
+        paid = f" I paid the deposit with my {payment} card." if payment else ""
+        chats.append(chat(f"l{i}", f"Hello, I booked two nights at {name} next week.{paid} {ASKS[i % len(ASKS)]}",
+                          f"Thanks for waiting. Yes, {name} offers that to every guest.",
+                          f"Great, and is {name} far from the station?",
+                          f"{name} is a ten minute walk from the station."))
+    return chats
+
+
+def test_a_name_with_and_by_of_or_the_inside_is_kept_whole_when_the_corpus_uses_it_whole(backend):
+    cells = product_cells(lodging_chats() + other_chats(BATCH), backend)
+    assert cells["l0"] == "Moss and Heron Lodge"
+    assert cells["l1"] == "Courtyard by Lindqvist"
+    assert cells["l2"] == "Inn of the Seven Gates"
+    assert cells["l3"] == "The Quillon Rooms"
+    assert cells["l4"] == "Brackenfold Hostel"
+
+
+def test_an_attribute_named_in_many_conversations_about_different_things_is_not_the_thing(backend):
+    chats = lodging_chats()
+    # the payment method is named in every conversation, each about another lodging, with words of
+    # ownership and more often than the lodging
+    chats = [chat(c.dialogue_id, f"My Truvel Pay card was declined when I booked {name}. Why was my Truvel Pay "
+                  f"card refused?", f"Truvel Pay declines cards abroad until you confirm the payment for {name}.",
+                  "Truvel Pay shows no message, what should I do?", "Open Truvel Pay and approve the pending payment.")
+             for c, name in zip(chats, LODGINGS)]
+    cells = product_cells(chats + other_chats(BATCH), backend)
+    assert not any(v and "truvel" in v.lower() for k, v in cells.items() if k.startswith("l")), cells
+    assert cells["l7"] == "Greywillow Farmstay"
+
+
+def test_a_lower_case_chat_corpus_gets_its_names(backend):
+    devices = ["lumaflex hub", "quorra cam two", "brightnest plug", "tovi doorbell", "ardent mesh node",
+               "kelso thermo", "pinewick lamp", "solano sensor", "harrowgate lock", "mirabel speaker"]
+    # each device comes up in two conversations: the corpus uses its name as a unit
+    chats = [chat(f"c{i}", f"hey my {d} keeps going offline every night", f"ok, is your {d} on the 2.4 ghz band?",
+                  f"yes the {d} is on 2.4", f"then restart the {d} and pair it again from the app")
+             for i, d in enumerate(devices)]
+    chats += [chat(f"c{i}b", f"hi, the {d} stopped updating after the last firmware", f"sorry! unplug the {d} for ten seconds",
+                   f"done, the {d} works again", "great, anything else?") for i, d in enumerate(devices)]
+    cells = product_cells(chats + other_chats(BATCH, capital=False), backend)
+    assert cells["c0"] == "lumaflex hub"
+    assert cells["c1"] == "quorra cam two"
+    assert cells["c4"] == "ardent mesh node"
+
+
+def test_a_german_chat_corpus_gets_its_names(backend):
+    # a messenger chat in German, written in lower case by both sides as chats are: no capital marks a
+    # name, and no English word helps
+    geraete = ["brühmeister duo", "kaltwerk vier", "lichtfang pro", "saugrobin mini", "wärmling plus",
+               "funkenhof basis", "tonsäule zwei", "nebelmax compact", "schaltwerk eins", "mahlwerk nova"]
+    chats = [chat(f"g{i}", f"hallo, mein {g} zeigt seit dem update fehler e3. was kann ich tun?",
+                  f"das tut uns leid. bitte trennen sie den {g} kurz vom strom.",
+                  f"hab ich gemacht, der {g} zeigt immer noch e3",
+                  f"dann setzen sie den {g} bitte auf die werkseinstellungen zurück.")
+             for i, g in enumerate(geraete)]
+    chats += [chat(f"g{i}b", f"guten tag, mein {g} verbindet sich nicht mehr mit dem wlan.",
+                   f"starten sie den {g} bitte einmal neu.", f"der {g} ist jetzt wieder online, danke!",
+                   "gern geschehen.") for i, g in enumerate(geraete)]
+    cells = product_cells(chats + other_chats(BATCH, language="de"), backend)
+    assert cells["g0"] == "brühmeister duo"
+    assert cells["g2"] == "lichtfang pro"
+    assert cells["g7"] == "nebelmax compact"
+
+
+def test_every_unit_name_keeps_its_exact_span():
+    chats = lodging_chats() + other_chats(BATCH)
+    stats = UnitStatistics([t.text for t in c.turns] for c in chats)
+    turns = [(t.role, t.text) for t in chats[1].turns]
+    # a backend's value cut short at "by" is the whole name, with the span it is written at
+    unit = entity_cell(turns, stats, "Lindqvist")
+    assert unit is not None and turns[unit.turn][1][unit.start:unit.end] == unit.value == "Courtyard by Lindqvist"
+
+
+def test_a_batch_too_small_to_count_gives_no_verdict():
+    chats = lodging_chats() + other_chats(BATCH)[:50]
+    stats = UnitStatistics([t.text for t in c.turns] for c in chats)
+    assert not stats.usable
+    assert unit_names([(t.role, t.text) for t in chats[0].turns], stats) == []
+
+
+def test_the_entity_cell_stores_its_span_and_a_value_no_turn_holds_as_written_is_null(backend):
+    chats = lodging_chats() + other_chats(BATCH)
+    metadata = GovernedMetadata(version=1, columns=[PRODUCT])
+    frame = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata,
+                                  empty_frame("validated_rows"), backend).frame
+    row = next(r for r in frame.iter_rows(named=True) if r["dialogue_id"] == "l1")
+    turn = chats[1].turns[row["span_turn"]].text
+    assert turn[row["span_start"]:row["span_end"]] == row["value"] == "Courtyard by Lindqvist"
+    # a value stored earlier that the text holds only re-spaced passes the text match, not the span check
+    stored = frame.with_columns(raw_value=pl.when(pl.col("dialogue_id") == "l1").then(pl.lit("Courtyard  by Lindqvist"))
+                                .otherwise(pl.col("raw_value")))
+    again = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata, stored, backend).frame
+    row = next(r for r in again.iter_rows(named=True) if r["dialogue_id"] == "l1")
+    assert row["value"] is None and row["span_turn"] is None
+    assert row["semantic_reason"].startswith("no span")

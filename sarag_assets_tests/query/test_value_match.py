@@ -1,0 +1,67 @@
+"""A value named in a later query turn however the asker writes it (`query.value_match`), against a lexicon
+of the table's cells. Every name is invented."""
+
+from __future__ import annotations
+
+from sarag_assets.query.table_match import entity_shares
+from sarag_assets.query.understanding import ValueLexicon, understand
+from sarag_assets.query.value_match import edit_distance
+
+NAMES = ["Moss and Heron Lodge", "Courtyard by Lindqvist", "Tandoori Mahal", "Benissimo Restaurant & Bar",
+         "Ostvik Harbour Suites", "Greywillow Farmstay", "Pellucid Bay Resort", "Saltmarrow Cabins",
+         "Harbour View Hostel", "Vintry Yard Apartments"]
+
+
+def lexicon() -> ValueLexicon:
+    # each name held by two of forty conversations; the rest hold no product
+    cells = [(f"d{i}{k}", "product", name) for i, name in enumerate(NAMES) for k in "ab"]
+    return ValueLexicon(cells, 40, columns=["product"])
+
+
+def found(turns: list[str]) -> dict[str, float]:
+    query = [{"speaker": "user" if i % 2 == 0 else "agent", "text": t} for i, t in enumerate(turns)]
+    return {e.value: e.confidence for e in understand(query, lexicon()).entities}
+
+
+EARLIER = ["hi, we are planning a trip for the long weekend", "Sure, where would you like to stay?"]
+
+
+def test_a_lower_case_run_together_or_one_letter_off_mention_in_a_later_turn_is_matched():
+    assert found(EARLIER + ["is moss and heron lodge dog friendly?"]) == {"Moss and Heron Lodge": 1.0}
+    assert found(EARLIER + ["does mossandheron lodge have parking"]) == {"Moss and Heron Lodge": 1.0}
+    # one letter off, a letter dropped, a word split: found, less sure than the exact spelling
+    off = found(EARLIER + ["what time does tandori mahal open"])
+    assert set(off) == {"Tandoori Mahal"} and 0.8 < off["Tandoori Mahal"] < 1.0
+    off = found(EARLIER + ["can i get a late checkout at courtyard by lindqvst"])
+    assert set(off) == {"Courtyard by Lindqvist"} and off["Courtyard by Lindqvist"] < 1.0
+    off = found(EARLIER + ["grey willow farmsty, do they have wifi"])
+    assert set(off) == {"Greywillow Farmstay"}
+
+
+def test_the_distinctive_part_of_a_name_alone_is_matched_when_one_value_has_it():
+    part = found(EARLIER + ["book a table at benissimo for two"])
+    assert set(part) == {"Benissimo Restaurant & Bar"} and part["Benissimo Restaurant & Bar"] < 1.0
+    # "harbour" is a word of two names: it picks neither
+    assert found(EARLIER + ["something near the harbour please"]) == {}
+
+
+def test_short_or_common_words_are_not_read_loosely():
+    assert found(EARLIER + ["is the bay view nice", "yes", "ok and the cabin?"]) == {}
+    assert edit_distance("lodge", "lodger", 1) == 1 and edit_distance("lodge", "badge", 1) == 2
+
+
+def test_a_loose_reading_counts_in_the_ranking_as_far_as_it_is_sure():
+    lex = lexicon()
+    row_ids = sorted({f"d{i}{k}" for i in range(len(NAMES)) for k in "ab"})
+    position = {d: i for i, d in enumerate(row_ids)}
+    import numpy as np
+
+    def positions_of(entity):
+        return np.sort(np.array([position[d] for d in lex.rows(entity.column, " ".join(entity.value.lower().split()))]))
+
+    exact = understand([{"speaker": "user", "text": "tandoori mahal and greywillow farmstay"}], lex).entities
+    loose = understand([{"speaker": "user", "text": "tandoori mahal and greywilow farmstay"}], lex).entities
+    shares_exact = entity_shares(exact, positions_of, lex.idf, row_ids).as_dict()
+    shares_loose = entity_shares(loose, positions_of, lex.idf, row_ids).as_dict()
+    assert shares_exact["d5a"] == shares_exact["d2a"]  # both named exactly: equal shares
+    assert shares_loose["d5a"] < shares_loose["d2a"]  # the misspelled one counts less
