@@ -355,8 +355,6 @@ def validated_row_records(
         row: ExtractedRow = backend.extract_row(conversation, subset)
         return row, (_judge(backend, conversation, subset, row) if gates else {})
 
-    # the names this batch uses as units, for the entity column's cells (`unit_names`)
-    units = UnitStatistics([t.text for t in conversation.turns] for conversation, _ in conversations)
     items = list(zip(conversations, plans))
     extracted: list = []
     for start in range(0, len(items), PREPARE_CHUNK):
@@ -366,6 +364,12 @@ def validated_row_records(
                       metadata.model_copy(update={"columns": [c for c in metadata.columns if c.name in wanted],
                                                   "pending": []}))
         extracted.extend(per_conversation(backend, extract, chunk))
+    # the names this batch uses as units, for the entity column's cells (`unit_names`), with what the
+    # backend took each conversation to be about
+    entity = {c.name for c in metadata.columns if c.signal == ENTITY_SIGNAL}
+    units = UnitStatistics([[t.text for t in conversation.turns] for conversation, _ in conversations],
+                           proposals=[_proposal(outcome, entity, old, carried)
+                                      for (old, carried, _), outcome in zip(plans, extracted)])
     for (conversation, content_hash), (old, carried, needed), outcome in zip(conversations, plans, extracted):
         values: dict[str, tuple[str | None, str | None, str]] = {}  # column -> (raw value, evidence, backend)
         if isinstance(outcome, Exception):
@@ -401,6 +405,16 @@ def validated_row_records(
 # the signal of the column holding what a conversation is about (the embedded backend's product detector;
 # the governed column keeps the signal of the candidates it came from)
 ENTITY_SIGNAL = "product"
+
+
+def _proposal(outcome, entity_columns: set[str], old: dict, carried: dict) -> str | None:
+    """The entity column's value as read for this conversation: extracted now, or carried from the stored
+    row (None for a failed extraction or none at all)."""
+    kept = next((old[carried[name]]["raw_value"] for name in entity_columns if name in carried), None)
+    if kept or outcome is None or isinstance(outcome, Exception):
+        return kept
+    row, _ = outcome
+    return next((v.value for v in row.values if v.column in entity_columns and v.value), None)
 
 
 def _entity_value(conversation: ConversationInput, units: UnitStatistics, value, evidence, made_by):

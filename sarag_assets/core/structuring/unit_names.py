@@ -100,9 +100,14 @@ def _grams(phrase: Sequence[Word], max_words: int) -> Iterable[tuple[int, int, t
 class UnitStatistics:
     """Word and span document frequencies over a batch of conversations (each a sequence of turn texts)."""
 
-    def __init__(self, conversations: Iterable[Sequence[str]], rules: UnitNameRules = RULES):
+    def __init__(self, conversations: Iterable[Sequence[str]], rules: UnitNameRules = RULES,
+                 proposals: Iterable[str | None] = ()):
+        """``proposals``: per conversation, in the same order, the value a backend took for what it is
+        about (None where it took none)."""
         self.rules = rules
         texts = [list(turns) for turns in conversations]
+        # how many conversations a backend took to be about each value
+        self.proposed: Counter[tuple[str, ...]] = Counter(k for k in map(_key, proposals) if k)
         docs = [[words_of(t) for t in turns] for turns in texts]
         self.n = len(docs)
         self.word_df: Counter[str] = Counter()
@@ -173,7 +178,7 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
     rules = stats.rules
     if not stats.usable:
         return []
-    proposed_keys = {tuple(w.text for p in words_of(v) for w in p) for v in proposed if v}
+    proposed_keys = {_key(v) for v in proposed if v}
     occurrences: dict[tuple[str, ...], list[tuple[int, int, int, str]]] = defaultdict(list)
     # per span, the longer spans around each of its occurrences, intersected over its occurrences
     around: dict[tuple[str, ...], set[tuple[str, ...]]] = {}
@@ -271,9 +276,11 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     - a proposal cut short of a longer unit name around every mention of it is that name ("Northgate" of
       "Courtyard by Northgate"), when the longer name's own edge words are no more frequent than the
       proposal's;
-    - a proposal named in more of the batch's conversations than a name-like unit of this conversation
-      (an attribute named in many conversations about different things: a city, a payment method) is
-      that unit;
+    - a proposal the batch names in more conversations that the backend took to be about something
+      else than in conversations it took to be about the proposal (an attribute named in many
+      conversations about different things: a city, a payment method) is the best name-like unit of this
+      conversation that the batch names in fewer conversations. A value the backend reads as the thing
+      wherever it is named (a product a help desk hears about every day) stays;
     - with no proposal, the best name-like unit the batch uses in two conversations or more.
 
     Name-like: several words that stick together (cohesion), or written with a capital inside a phrase in
@@ -282,7 +289,7 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     if not names:
         return None
     named = [u for u in names if _name_like(u, turns, stats)]
-    key = tuple(w.text for p in words_of(proposed or "") for w in p)
+    key = _key(proposed)
     if not key:
         return next((u for u in named if stats.df(_core(u.key, stats)) >= 2), None)
     # a proposed value cut short, every mention of it inside the longer name: "Courtyard" is no more frequent
@@ -297,11 +304,17 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     if longer:
         return max(longer, key=lambda u: (u.score, len(u.key)))
     spread = stats.df(_core(key, stats)) or min(stats.word_df[w] for w in key)
+    if 2 * stats.proposed[key] >= spread:
+        return next((u for u in names if u.key == key), None)
     rivals = [u for u in named if u.key != key and not _inside(u.key, key)
               and stats.df(_core(u.key, stats)) < spread]
     if spread >= 2 and rivals:
         return rivals[0]
     return next((u for u in names if u.key == key), None)
+
+
+def _key(value: str | None) -> tuple[str, ...]:
+    return tuple(w.text for p in words_of(value or "") for w in p)
 
 
 def _name_like(unit: UnitName, turns: Sequence[tuple[str, str]], stats: UnitStatistics) -> bool:

@@ -98,14 +98,32 @@ def test_a_name_with_and_by_of_or_the_inside_is_kept_whole_when_the_corpus_uses_
 def test_an_attribute_named_in_many_conversations_about_different_things_is_not_the_thing(backend):
     chats = lodging_chats()
     # the payment method is named in every conversation, each about another lodging, with words of
-    # ownership and more often than the lodging
+    # ownership and more often than the lodging, so that the backend reads these as about it
     chats = [chat(c.dialogue_id, f"My Truvel Pay card was declined when I booked {name}. Why was my Truvel Pay "
                   f"card refused?", f"Truvel Pay declines cards abroad until you confirm the payment for {name}.",
                   "Truvel Pay shows no message, what should I do?", "Open Truvel Pay and approve the pending payment.")
              for c, name in zip(chats, LODGINGS)]
-    cells = product_cells(chats + other_chats(BATCH), backend)
+    # ... and in more conversations about other things, which the backend reads as about those
+    others = other_chats(BATCH)
+    for i, c in enumerate(others[:40]):
+        gadget = c.turns[1].text.split(" of ")[1].split(" and ")[0]
+        others[i] = chat(c.dialogue_id, f"Hi, my {gadget} app crashes when I open the settings page. I paid for "
+                         f"{gadget} with Truvel Pay last week.", *(t.text for t in c.turns[1:]))
+    cells = product_cells(chats + others, backend)
     assert not any(v and "truvel" in v.lower() for k, v in cells.items() if k.startswith("l")), cells
     assert cells["l7"] == "Greywillow Farmstay"
+
+
+def test_a_product_named_in_many_conversations_stays_the_thing_each_is_about(backend):
+    # a help desk hears about its product every day, each time with another detail (the asker's office):
+    # the backend reads every one as about the product, which the rarer detail does not replace
+    offices = invented_words(40)
+    chats = [chat(f"p{i}", f"Hi, my Orbit Mail stopped syncing since this morning. Our office is in {office}.",
+                  f"Sorry about that. Is Orbit Mail up to date in the {office} office?",
+                  "Yes, I updated Orbit Mail yesterday.", "Then sign out of Orbit Mail and sign in again.")
+             for i, office in enumerate(offices)]
+    cells = product_cells(chats + other_chats(BATCH), backend)
+    assert all(cells[f"p{i}"] == "Orbit Mail" for i in range(len(offices))), cells
 
 
 def test_a_lower_case_chat_corpus_gets_its_names(backend):
