@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sarag_assets.core.indices.table_values import tokens
+from sarag_assets.core.indices.value_mentions import count_mentions
 from sarag_assets.core.ingest.landing import BatchManifest
 from sarag_assets.core.ingest.parsers import parse_file
 from sarag_assets.core.ingest.raw_dialogues import build_batch
@@ -133,8 +134,11 @@ def evaluate_entities(folder: str | Path, backend=None) -> EntityReport:
         else:
             report.misses.append({"dialogue_id": dialogue_id, "cell": cell, "gold": sorted(golds)})
     columns = [{"name": c.name, "type": c.type} for c in metadata.columns]
-    lexicon = ValueLexicon([(d, c, v) for d, row in table.items() for c, v in row.items()], len(table),
-                           columns=entity_columns(columns))
+    cells = [(d, c, v) for d, row in table.items() for c, v in row.items()]
+    # the value_mentions asset's counts, over the corpus's texts as written
+    mentions = dict(count_mentions(cells, len(table), [(d, "\n".join(t["text"] for t in turns))
+                                                       for d, turns in raw_turns.items()]).iter_rows())
+    lexicon = ValueLexicon(cells, len(table), columns=entity_columns(columns), mentions=mentions)
     for dialogue_id, label in labels.items():
         for turns, gold in follow_up_queries(raw_turns.get(dialogue_id, []), label["names"]):
             report.queries += 1

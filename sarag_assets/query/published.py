@@ -103,6 +103,6 @@ def read_tables(path: Path) -> PublishedTables:
         row = {n: v for n, v in zip(names, values) if v is not None}
         rows[dialogue_id] = row
         cells.extend((dialogue_id, n, v) for n, v in row.items())
-    lexicon = ValueLexicon(cells, len(rows), columns=entity_columns(columns))
+    lexicon = ValueLexicon(cells, len(rows), columns=entity_columns(columns), mentions=mentions)
     return PublishedTables(metadata_version, columns, rows, field_names, lexicon, cluster_model, assignments,
                            mentions, origins, weights)

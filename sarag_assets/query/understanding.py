@@ -156,9 +156,15 @@ def read_query(query: str | Sequence[Mapping[str, Any]]) -> Query:
 class ValueLexicon(TableValues):
     """Short cell values of the governed table (`TableValues`), found as entities in a query's turns."""
 
+    def __init__(self, cells, n_rows: int, *, columns=None, mentions: Mapping[str, int] | None = None):
+        """``mentions``: value or word -> conversations mentioning it (the value_mentions asset), which
+        the loose readings check a part of a name against."""
+        super().__init__(cells, n_rows, columns=columns)
+        self.mentions = mentions or {}
+
     @cached_property
     def loose(self) -> LooseIndex:
-        return LooseIndex(self._rows)
+        return LooseIndex(self._rows, mentions=self.mentions)
 
     def find(self, query: Query) -> list[Entity]:
         """Entities in every turn, longest match first (a value inside a longer matched value is not

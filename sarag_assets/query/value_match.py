@@ -12,8 +12,10 @@ carries (`table_match.entity_shares` weighs a value's idf by it):
   value (a symmetric-delete index), so the cost does not grow with the lexicon;
 - **the distinctive part of a name**: one query word that is a word of exactly one value of the lexicon
   and of no other ("benissimo" for "Benissimo Restaurant & Bar"), holding at least
-  `NearMiss.min_part_share` of its letters; confidence that share. A word several values share ("hotel",
-  "park") picks none.
+  `NearMiss.min_part_share` of its letters, and which the corpus writes with the rest of the name at
+  least `NearMiss.min_part_cohesion` of the time (the value_mentions counts); confidence that share. A
+  word several values share ("hotel", "park") picks none, nor does a word of the language the corpus
+  uses mostly without the name ("plan" of "Family plan").
 
 Nothing here knows a language: words are the lexicon's tokens, lengths are in characters.
 """
@@ -23,7 +25,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from sarag_assets.core.indices.table_values import compact
 
@@ -42,6 +44,9 @@ class NearMiss:
     # a part stands for the name when it holds at least 40% of the name's letters: the name's main word
     # ("Benissimo" of "Benissimo Restaurant & Bar"), not one word of a phrase stored as a value
     min_part_share: float = 0.4
+    # a part stands for the name when the corpus's conversations using the word use the whole name at
+    # least half the time (more often with it than without; `unit_names`' cohesion is the same measure)
+    min_part_cohesion: float = 0.5
     # a query word seeds a spelling through a lexicon word within one edit of it that at most this many values
     # hold: a word of more values ("hotel", "the") says little about which one, and costs a comparison each
     max_seeded: int = 20
@@ -81,8 +86,12 @@ class LooseIndex:
     """The lexicon's values by their letters (for spellings) and by their words (for distinctive parts).
     ``values``: (column, normalized value) keys, the value's tokens joined by spaces."""
 
-    def __init__(self, values: Iterable[tuple[str, str]], limits: NearMiss = LIMITS):
+    def __init__(self, values: Iterable[tuple[str, str]], limits: NearMiss = LIMITS,
+                 mentions: Mapping[str, int] | None = None):
+        """``mentions``: value or word -> conversations mentioning it (`core.indices.value_mentions`);
+        none: a part is not checked against the corpus."""
         self.limits = limits
+        self.mentions = mentions or {}
         self._words: dict[str, set[str]] = defaultdict(set)  # word -> normalized values holding it
         self._keys: dict[str, list[tuple[str, str]]] = defaultdict(list)
         self._packed: dict[str, str] = {}  # value -> its letters and digits run together
@@ -145,6 +154,9 @@ class LooseIndex:
                 continue  # the whole value: the exact reading's, not a part
             share = len(tok) / max(len(compact(value.split())), 1)
             if share < self.limits.min_part_share:
+                continue
+            alone = self.mentions.get(tok, 0)
+            if alone and self.mentions.get(value, 0) < self.limits.min_part_cohesion * alone:
                 continue
             taken[i] = True
             found.append(LooseMatch(i, 1, tok, list(self._keys[value]), round(min(0.9, share), 3)))

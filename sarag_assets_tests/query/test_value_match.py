@@ -45,6 +45,17 @@ def test_the_distinctive_part_of_a_name_alone_is_matched_when_one_value_has_it()
     assert found(EARLIER + ["something near the harbour please"]) == {}
 
 
+def test_a_word_the_corpus_mostly_writes_without_the_name_does_not_stand_for_it():
+    # "plan" is a word of one value only ("Family plan"), but most conversations using it do not name that
+    # plan; "benissimo" comes with its name
+    cells = [(f"d{i}{k}", "product", name) for i, name in enumerate(NAMES + ["Family plan"]) for k in "ab"]
+    mentions = {"family plan": 2, "plan": 30, "benissimo restaurant bar": 2, "benissimo": 3}
+    lex = ValueLexicon(cells, 44, columns=["product"], mentions=mentions)
+    query = [{"speaker": "user", "text": t} for t in EARLIER + ["which plan gives me benissimo vouchers?"]]
+    assert {e.value for e in understand(query, lex).entities} == {"Benissimo Restaurant & Bar"}
+    without = ValueLexicon(cells, 44, columns=["product"])  # no counts (a home before value_mentions)
+    assert {e.value for e in understand(query, without).entities} == {"Benissimo Restaurant & Bar", "Family plan"}
+
 def test_short_or_common_words_are_not_read_loosely():
     assert found(EARLIER + ["is the bay view nice", "yes", "ok and the cabin?"]) == {}
     assert edit_distance("lodge", "lodger", 1) == 1 and edit_distance("lodge", "badge", 1) == 2

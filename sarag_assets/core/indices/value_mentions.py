@@ -17,7 +17,7 @@ from typing import Iterable
 import polars as pl
 
 from sarag_assets.core import warehouse
-from sarag_assets.core.indices.table_values import TableValues
+from sarag_assets.core.indices.table_values import TableValues, tokens
 
 SCHEMA = {"value": pl.String, "conversations": pl.Int64}
 
@@ -33,11 +33,16 @@ def table_cells(con, columns: list[str]) -> tuple[list[tuple[str, str, str]], in
 def count_mentions(cells: Iterable[tuple[str, str, object]], n_rows: int,
                    texts: Iterable[tuple[str, str]]) -> pl.DataFrame:
     """``cells``: (dialogue_id, column, value) of the current rows; ``texts``: (dialogue_id, text) of
-    the current conversations -> (value, conversations) for every lexicon value, in value order."""
+    the current conversations -> (value, conversations) for every lexicon value, and for every word of a
+    value of several words (how often the word comes without the rest: whether it can stand for the
+    name alone, `query.value_match`), in value order."""
     lexicon = TableValues(cells, n_rows)
-    counts: Counter[str] = Counter({value: 0 for value in lexicon.values()})
+    values = lexicon.values()
+    words = {w for v in values if " " in v for w in v.split() if any(ch.isalpha() for ch in w)} - values
+    counts: Counter[str] = Counter({value: 0 for value in values | words})
     for _, text in texts:
         counts.update(lexicon.mentioned(text or ""))
+        counts.update(words.intersection(tokens(text or "")))
     ordered = sorted(counts.items())
     return pl.DataFrame({"value": [v for v, _ in ordered], "conversations": [n for _, n in ordered]},
                         schema=SCHEMA)

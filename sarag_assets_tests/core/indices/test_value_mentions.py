@@ -12,7 +12,9 @@ TEXTS = [("a", "Docker 24.0 fails to start"), ("b", "it works now"), ("c", "stil
 
 def test_every_lexicon_value_is_counted_once_per_conversation_mentioning_it():
     mentions = count_mentions(CELLS, 10, TEXTS)
-    assert dict(mentions.iter_rows()) == {"docker 24.0": 2, "works": 3, "nobody says this": 0}
+    # and each word of a value of several words, on its own (whether it comes without the rest)
+    assert dict(mentions.iter_rows()) == {"docker 24.0": 2, "works": 3, "nobody says this": 0,
+                                          "docker": 2, "nobody": 0, "says": 0, "this": 0}
 
 
 def test_trust_is_rows_holding_a_value_over_conversations_mentioning_it():
