@@ -97,7 +97,7 @@ COLUMN_DESCRIPTIONS = {
     "cluster_assignments.is_representative": "one of the members a query's route is compared with",
     "cluster_assignments.model_version": "the fitted clustering model",
     "cluster_assignments.text_hash": "hash of the linearized row that was assigned",
-    "value_mentions.value": "a short value of the governed table",
+    "value_mentions.value": "a short value of the governed table, or one word of a value of several words",
     "value_mentions.conversations": "how many current conversations mention it in their text",
 }
 
