@@ -594,10 +594,11 @@ def cmd_eval(args) -> int:
 def cmd_eval_entities(args) -> int:
     from sarag_assets.evaluation.entities import evaluate_entities
 
-    reports = []
-    for folder in args.corpora:
+    for folder in args.corpora:  # every folder checked before the first one's long run
         if not (Path(folder) / "corpus.jsonl").is_file() or not (Path(folder) / "labels.jsonl").is_file():
             raise CliError(f"{folder}: needs corpus.jsonl and labels.jsonl")
+    reports = []
+    for folder in args.corpora:
         with _progress():
             report = evaluate_entities(folder)
         print(report.render())
