@@ -275,7 +275,8 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
 
     - a proposal cut short of a longer unit name around every mention of it is that name ("Northgate" of
       "Courtyard by Northgate"), when the longer name's own edge words are no more frequent than the
-      proposal's;
+      proposal's and the batch uses the longer name whole in at least half as many conversations as the
+      proposal (not "Merge items in Wikidata" for "Wikidata");
     - a proposal the batch names in more conversations that the backend took to be about something
       else than in conversations it took to be about the proposal (an attribute named in many
       conversations about different things: a city, a payment method) is the best name-like unit of this
@@ -298,6 +299,7 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     limit = max(stats.word_df[w] for w in key)
     mentions = _spans_of(key, turns)
     longer = [u for u in names if len(u.key) > len(key) and _inside(key, u.key)
+              and stats.df(_core(u.key, stats)) >= stats.rules.min_cohesion * stats.df(_core(key, stats))
               and all(stats.word_df[w] <= limit or stats.common(w) for w in (u.key[0], u.key[-1]) if w not in key)
               and all(any(t == ut and us <= s and e <= ue for ut, us, ue in _spans_of(u.key, turns))
                       for t, s, e in mentions)]
