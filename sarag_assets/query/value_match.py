@@ -7,14 +7,14 @@ carries (`table_match.entity_shares` weighs a value's idf by it):
 
 - **a near-miss spelling**: a run of query words whose letters and digits are within an edit distance of
   a value's, one edit per `NearMiss.chars_per_edit` characters ("homelnk pro" for "Homelink Pro",
-  "tandori mahal" for "Tandoori Mahal", "grey willow farmsty" for "Greywillow Farmstay"); confidence 1 -
+  "tandori tiles" for "Tandoori Tiles", "grey willow farmshp" for "Greywillow Farmshop"); confidence 1 -
   distance / length. The runs compared are those around a query word within one edit of a word of the
   value (a symmetric-delete index), so the cost does not grow with the lexicon;
 - **the distinctive part of a name**: one query word that is a word of exactly one value of the lexicon
   and of no other ("benissimo" for "Benissimo Restaurant & Bar"), holding at least
   `NearMiss.min_part_share` of its letters, and which the corpus writes with the rest of the name at
   least `NearMiss.min_part_cohesion` of the time (the value_mentions counts); confidence that share. A
-  word several values share ("hotel", "park") picks none, nor does a word of the language the corpus
+  word several values share ("harbour", "park") picks none, nor does a word of the language the corpus
   uses mostly without the name ("plan" of "Family plan").
 
 Nothing here knows a language: words are the lexicon's tokens, lengths are in characters.
@@ -48,7 +48,7 @@ class NearMiss:
     # least half the time (more often with it than without; `unit_names`' cohesion is the same measure)
     min_part_cohesion: float = 0.5
     # a query word seeds a spelling through a lexicon word within one edit of it that at most this many values
-    # hold: a word of more values ("hotel", "the") says little about which one, and costs a comparison each
+    # hold: a word of more values ("shop", "the") says little about which one, and costs a comparison each
     max_seeded: int = 20
     # query words read together for a spelling: as many as a value has, one more or fewer (a split or a
     # run-together word)

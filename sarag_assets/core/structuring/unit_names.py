@@ -1,14 +1,14 @@
 """The names a corpus uses as units: what a conversation is about, found by corpus statistics. No Dagster.
 
 A conversation about a thing names it, usually more than once and from both sides, and writes it the same
-way each time. Words of the language and of the domain ("the", "hotel", "card") are in many conversations;
+way each time. Words of the language and of the domain ("the", "shop", "card") are in many conversations;
 one thing's name is in few; an attribute (a city, a payment method) is named in many conversations about
 different things. The candidate spans of a conversation are its word n-grams, scored by counts over the
 batch of conversations it came with (`UnitStatistics`):
 
 - **commonness** of a word: the share of the batch's conversations using it. A span neither starts nor
   ends with a common word (`UnitNameRules.common_share`); inside a span common words stay ("Ada and the
-  Engine", "Courtyard by Northgate", "Inn of the Seven Gates");
+  Engine", "Prints by Lindqvist", "House of the Seven Looms");
 - **a unit**: a span said twice or more in the conversation that is not always inside one longer span
   said as often (maximality: "Benissimo" said three times, once as "Benissimo Restaurant & Bar"); or, said
   once, a collocation the batch repeats whole (its **cohesion**: the conversations holding the whole span
@@ -43,7 +43,7 @@ class UnitNameRules:
 
     # a span of more than six words is a clause, not a name (the query lexicon's MAX_VALUE_TOKENS too)
     max_words: int = 6
-    # a word one conversation in ten uses is a word of the language or the domain ("the", "hotel"), not one
+    # a word one conversation in ten uses is a word of the language or the domain ("the", "shop"), not one
     # thing's name (on the SGD slice 0.25 / 0.1 / 0.05 gave 84 / 85 / 83 exact cells of 300: insensitive)
     common_share: float = 0.1
     # specificity counts squared, as idf-weighting does twice in tf-idf cosine: a span twice as widespread
@@ -191,7 +191,7 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
                 longer = {g for (a, b), g in ok.items() if a <= i and j <= b and (a, b) != (i, j)}
                 around[gram] = around[gram] & longer if gram in around else longer
                 # a common word right before or after every mention of the span, written with a capital inside
-                # a phrase at least once ("watch Good Boys", "at The Quillon Rooms"): the name's own word
+                # a phrase at least once ("watch Good Boys", "at The Quillon Works"): the name's own word
                 left = phrase[i - 1] if i > 0 and stats.common(phrase[i - 1].text) else None
                 right = phrase[j] if j < len(phrase) and stats.common(phrase[j].text) else None
                 capped[gram].append((left, right, i > 1 and left is not None and _capital_common(text, left, stats),
@@ -273,8 +273,8 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     ``proposed`` by a backend as evidence. The batch corrects the backend, it does not guess where the
     backend found nothing that the batch cannot vouch for:
 
-    - a proposal cut short of a longer unit name around every mention of it is that name ("Northgate" of
-      "Courtyard by Northgate"), when the longer name's own edge words are no more frequent than the
+    - a proposal cut short of a longer unit name around every mention of it is that name ("Lindqvist" of
+      "Prints by Lindqvist"), when the longer name's own edge words are no more frequent than the
       proposal's and the batch uses the longer name whole in at least half as many conversations as the
       proposal (not "Merge items in Wikidata" for "Wikidata");
     - a proposal the batch names in more conversations that the backend took to be about something
@@ -293,8 +293,8 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     key = _key(proposed)
     if not key:
         return next((u for u in named if stats.df(_core(u.key, stats)) >= 2), None)
-    # a proposed value cut short, every mention of it inside the longer name: "Courtyard" is no more frequent
-    # than "Northgate"; a "table" glued on by a
+    # a proposed value cut short, every mention of it inside the longer name: "Prints" is no more frequent
+    # than "Lindqvist"; a "table" glued on by a
     # phrase ("a table at Left Bank") is (a common edge word is there only as a capital joined it: "The")
     limit = max(stats.word_df[w] for w in key)
     mentions = _spans_of(key, turns)

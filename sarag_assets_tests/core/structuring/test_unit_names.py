@@ -67,42 +67,42 @@ def product_cells(conversations, backend) -> dict[str, str | None]:
 BATCH = 200  # `UnitNameRules.min_conversations`
 
 
-# Lodgings the asker stays at; each conversation has its own, the helper answers about it by name.
-LODGINGS = ["Moss and Heron Lodge", "Courtyard by Lindqvist", "Inn of the Seven Gates", "The Quillon Rooms",
-            "Brackenfold Hostel", "Saltmarrow Cabins", "Ostvik Harbour Suites", "Greywillow Farmstay",
-            "Tamberlane Court", "Pellucid Bay Resort", "Corrow Mill Retreat", "Vintry Yard Apartments"]
-ASKS = ["Do they allow dogs?", "Is breakfast included?", "Is there parking on site?", "Can I check in late?",
-        "Do the rooms have a kettle?", "Is the wifi free?"]
+# Shops the asker ordered from; each conversation has its own, the helper answers about it by name.
+SHOPS = ["Moss and Heron Outfitters", "Prints by Lindqvist", "House of the Seven Looms", "The Quillon Works",
+            "Brackenfold Bikes", "Saltmarrow Ceramics", "Ostvik Harbour Supply", "Greywillow Leatherworks",
+            "Tamberlane Tools", "Pellucid Bay Optics", "Corrow Mill Yarns", "Vintry Yard Furniture"]
+ASKS = ["Do they ship abroad?", "Is gift wrapping included?", "Is there parking at the shop?",
+        "Can I change the delivery date?", "Does the order come with a receipt?", "Is the warranty free?"]
 
 
-def lodging_chats(payment: str | None = None) -> list[ConversationInput]:
+def shop_chats(payment: str | None = None) -> list[ConversationInput]:
     chats = []
-    for i, name in enumerate(LODGINGS):
+    for i, name in enumerate(SHOPS):
         paid = f" I paid the deposit with my {payment} card." if payment else ""
-        chats.append(chat(f"l{i}", f"Hello, I booked two nights at {name} next week.{paid} {ASKS[i % len(ASKS)]}",
-                          f"Thanks for waiting. Yes, {name} offers that to every guest.",
+        chats.append(chat(f"l{i}", f"Hello, I ordered a chair at {name} last week.{paid} {ASKS[i % len(ASKS)]}",
+                          f"Thanks for waiting. Yes, {name} offers that to every customer.",
                           f"Great, and is {name} far from the station?",
                           f"{name} is a ten minute walk from the station."))
     return chats
 
 
 def test_a_name_with_and_by_of_or_the_inside_is_kept_whole_when_the_corpus_uses_it_whole(backend):
-    cells = product_cells(lodging_chats() + other_chats(BATCH), backend)
-    assert cells["l0"] == "Moss and Heron Lodge"
-    assert cells["l1"] == "Courtyard by Lindqvist"
-    assert cells["l2"] == "Inn of the Seven Gates"
-    assert cells["l3"] == "The Quillon Rooms"
-    assert cells["l4"] == "Brackenfold Hostel"
+    cells = product_cells(shop_chats() + other_chats(BATCH), backend)
+    assert cells["l0"] == "Moss and Heron Outfitters"
+    assert cells["l1"] == "Prints by Lindqvist"
+    assert cells["l2"] == "House of the Seven Looms"
+    assert cells["l3"] == "The Quillon Works"
+    assert cells["l4"] == "Brackenfold Bikes"
 
 
 def test_an_attribute_named_in_many_conversations_about_different_things_is_not_the_thing(backend):
-    chats = lodging_chats()
-    # the payment method is named in every conversation, each about another lodging, with words of
-    # ownership and more often than the lodging, so that the backend reads these as about it
-    chats = [chat(c.dialogue_id, f"My Truvel Pay card was declined when I booked {name}. Why was my Truvel Pay "
+    chats = shop_chats()
+    # the payment method is named in every conversation, each about another shop, with words of
+    # ownership and more often than the shop, so that the backend reads these as about it
+    chats = [chat(c.dialogue_id, f"My Truvel Pay card was declined when I ordered at {name}. Why was my Truvel Pay "
                   f"card refused?", f"Truvel Pay declines cards abroad until you confirm the payment for {name}.",
                   "Truvel Pay shows no message, what should I do?", "Open Truvel Pay and approve the pending payment.")
-             for c, name in zip(chats, LODGINGS)]
+             for c, name in zip(chats, SHOPS)]
     # ... and in more conversations about other things, which the backend reads as about those
     others = other_chats(BATCH)
     for i, c in enumerate(others[:40]):
@@ -111,7 +111,7 @@ def test_an_attribute_named_in_many_conversations_about_different_things_is_not_
                          f"{gadget} with Truvel Pay last week.", *(t.text for t in c.turns[1:]))
     cells = product_cells(chats + others, backend)
     assert not any(v and "truvel" in v.lower() for k, v in cells.items() if k.startswith("l")), cells
-    assert cells["l7"] == "Greywillow Farmstay"
+    assert cells["l7"] == "Greywillow Leatherworks"
 
 
 def test_a_product_named_in_many_conversations_stays_the_thing_each_is_about(backend):
@@ -161,31 +161,31 @@ def test_a_german_chat_corpus_gets_its_names(backend):
 
 
 def test_every_unit_name_keeps_its_exact_span():
-    chats = lodging_chats() + other_chats(BATCH)
+    chats = shop_chats() + other_chats(BATCH)
     stats = UnitStatistics([t.text for t in c.turns] for c in chats)
     turns = [(t.role, t.text) for t in chats[1].turns]
     # a backend's value cut short at "by" is the whole name, with the span it is written at
     unit = entity_cell(turns, stats, "Lindqvist")
-    assert unit is not None and turns[unit.turn][1][unit.start:unit.end] == unit.value == "Courtyard by Lindqvist"
+    assert unit is not None and turns[unit.turn][1][unit.start:unit.end] == unit.value == "Prints by Lindqvist"
 
 
 def test_a_batch_too_small_to_count_gives_no_verdict():
-    chats = lodging_chats() + other_chats(BATCH)[:50]
+    chats = shop_chats() + other_chats(BATCH)[:50]
     stats = UnitStatistics([t.text for t in c.turns] for c in chats)
     assert not stats.usable
     assert unit_names([(t.role, t.text) for t in chats[0].turns], stats) == []
 
 
 def test_the_entity_cell_stores_its_span_and_a_value_no_turn_holds_as_written_is_null(backend):
-    chats = lodging_chats() + other_chats(BATCH)
+    chats = shop_chats() + other_chats(BATCH)
     metadata = GovernedMetadata(version=1, columns=[PRODUCT])
     frame = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata,
                                   empty_frame("validated_rows"), backend).frame
     row = next(r for r in frame.iter_rows(named=True) if r["dialogue_id"] == "l1")
     turn = chats[1].turns[row["span_turn"]].text
-    assert turn[row["span_start"]:row["span_end"]] == row["value"] == "Courtyard by Lindqvist"
+    assert turn[row["span_start"]:row["span_end"]] == row["value"] == "Prints by Lindqvist"
     # a value stored earlier that the text holds only re-spaced passes the text match, not the span check
-    stored = frame.with_columns(raw_value=pl.when(pl.col("dialogue_id") == "l1").then(pl.lit("Courtyard  by Lindqvist"))
+    stored = frame.with_columns(raw_value=pl.when(pl.col("dialogue_id") == "l1").then(pl.lit("Prints  by Lindqvist"))
                                 .otherwise(pl.col("raw_value")))
     again = validated_row_records("b", [(c, f"h-{c.dialogue_id}") for c in chats], metadata, stored, backend).frame
     row = next(r for r in again.iter_rows(named=True) if r["dialogue_id"] == "l1")
