@@ -4,14 +4,11 @@ extraction gives. Real model, embedded backend."""
 
 from __future__ import annotations
 
-import pytest
-
-from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.backends.embedded import backend as embedded
 from sarag_assets.core.structuring.interface import GovernedMetadata, MetadataColumn
 from sarag_assets.core.structuring.tables import validated_row_records
 from sarag_assets.core.warehouse import empty_frame
-from sarag_assets_tests.core.structuring.test_switches import chat
+from sarag_assets_tests.core.structuring.chats import chat
 
 
 CHATS = [
@@ -31,11 +28,6 @@ BEFORE = GovernedMetadata(version=1, columns=[
 NEW = [MetadataColumn(name="amount", type="string", meaning="the amount of money charged"),
        MetadataColumn(name="order_number", type="string", meaning="the number of the order")]
 AFTER = GovernedMetadata(version=2, columns=[*BEFORE.columns, *NEW])
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return EmbeddedBackend()
 
 
 def _refreshed(backend, metadata):

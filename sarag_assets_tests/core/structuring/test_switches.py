@@ -6,12 +6,9 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.core.structuring import governance
 from sarag_assets.core.structuring.interface import (
     ColumnConstraints,
-    ConversationInput,
-    ConversationTurn,
     GovernedMetadata,
     MetadataColumn,
 )
@@ -24,17 +21,7 @@ from sarag_assets.core.structuring.tables import (
     validated_row_records,
 )
 from sarag_assets.core.warehouse import conform, empty_frame
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return EmbeddedBackend()
-
-
-def chat(dialogue_id: str, *texts: str) -> ConversationInput:
-    roles = ["user", "agent"]
-    return ConversationInput(dialogue_id=dialogue_id, turns=[
-        ConversationTurn(speaker=f"{roles[i % 2]}1", role=roles[i % 2], text=t) for i, t in enumerate(texts)])
+from sarag_assets_tests.core.structuring.chats import chat
 
 
 ROUTER_CHATS = [

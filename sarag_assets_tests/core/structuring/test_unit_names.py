@@ -9,32 +9,19 @@ from __future__ import annotations
 from itertools import product as _combinations
 
 import polars as pl
-import pytest
 
-from sarag_assets.backends.embedded import EmbeddedBackend
 from sarag_assets.core.structuring.interface import (
     ConversationInput,
-    ConversationTurn,
     GovernedMetadata,
     MetadataColumn,
 )
 from sarag_assets.core.structuring.tables import validated_row_records
 from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell, unit_names
 from sarag_assets.core.warehouse import empty_frame
+from sarag_assets_tests.core.structuring.chats import chat
 
 PRODUCT = MetadataColumn(name="product", type="string", signal="product",
                          meaning="The product, device or service the conversation is about.")
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return EmbeddedBackend()
-
-
-def chat(dialogue_id: str, *texts: str) -> ConversationInput:
-    roles = ["user", "agent"]
-    return ConversationInput(dialogue_id=dialogue_id, turns=[
-        ConversationTurn(speaker=f"{roles[i % 2]}1", role=roles[i % 2], text=t) for i, t in enumerate(texts)])
 
 
 def invented_words(n: int, capital: bool = True) -> list[str]:
