@@ -169,7 +169,11 @@ class TableValues:
 
     def mentioned(self, text: str) -> set[str]:
         """The normalized values whose words occur in ``text`` (any n-gram, no longest-match rule)."""
-        return {key[1] for _, _, _, keys in self.matches(tokens(text), longest=False) for key in keys}
+        return self.mentioned_in(tokens(text))
+
+    def mentioned_in(self, toks: list[str]) -> set[str]:
+        """`mentioned`, for a text already split into ``tokens``."""
+        return {key[1] for _, _, _, keys in self.matches(toks, longest=False) for key in keys}
 
     def trust(self, column: str, normalized_value: str, mentions: Mapping[str, int]) -> float:
         """How far the table can stand for a value: the rows holding it in ``column`` over the

@@ -41,8 +41,9 @@ def count_mentions(cells: Iterable[tuple[str, str, object]], n_rows: int,
     words = {w for v in values if " " in v for w in v.split() if any(ch.isalpha() for ch in w)} - values
     counts: Counter[str] = Counter({value: 0 for value in values | words})
     for _, text in texts:
-        counts.update(lexicon.mentioned(text or ""))
-        counts.update(words.intersection(tokens(text or "")))
+        toks = tokens(text or "")  # once per text: this step reads every conversation under the write lock
+        counts.update(lexicon.mentioned_in(toks))
+        counts.update(words.intersection(toks))
     ordered = sorted(counts.items())
     return pl.DataFrame({"value": [v for v, _ in ordered], "conversations": [n for _, n in ordered]},
                         schema=SCHEMA)
