@@ -301,8 +301,7 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     longer = [u for u in names if len(u.key) > len(key) and _inside(key, u.key)
               and stats.df(_core(u.key, stats)) >= stats.rules.min_cohesion * stats.df(_core(key, stats))
               and all(stats.word_df[w] <= limit or stats.common(w) for w in (u.key[0], u.key[-1]) if w not in key)
-              and all(any(t == ut and us <= s and e <= ue for ut, us, ue in _spans_of(u.key, turns))
-                      for t, s, e in mentions)]
+              and _around_every(mentions, _spans_of(u.key, turns))]
     if longer:
         return max(longer, key=lambda u: (u.score, len(u.key)))
     spread = stats.df(_core(key, stats)) or min(stats.word_df[w] for w in key)
@@ -313,6 +312,11 @@ def entity_cell(turns: Sequence[tuple[str, str]], stats: UnitStatistics, propose
     if spread >= 2 and rivals:
         return rivals[0]
     return next((u for u in names if u.key == key), None)
+
+
+def _around_every(mentions, spans) -> bool:
+    """Whether each (turn, start, end) of ``mentions`` lies inside one of ``spans``."""
+    return all(any(t == ut and us <= s and e <= ue for ut, us, ue in spans) for t, s, e in mentions)
 
 
 def _key(value: str | None) -> tuple[str, ...]:
