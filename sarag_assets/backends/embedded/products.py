@@ -27,8 +27,10 @@ from sarag_assets.backends.embedded.versions import (
 
 @dataclass(frozen=True)
 class ProductEvidence:
-    """How a candidate name's evidence adds up: a candidate is the product when its best sentence's evidence
-    plus ``per_mention`` a mention (at most ``mention_cap``) reaches ``bar``.
+    """How a candidate name's evidence adds up: its best sentence's evidence plus ``per_mention`` a mention
+    (at most ``mention_cap``). The best candidate is the product. Two rules were deleted, each of which lost
+    real cells: a bar (0.8) the score had to reach, and 0.4 for a name in the problem statement first said
+    elsewhere (`docs/structuring.md`).
 
     Beside each, the real-data figure: the SGD test slice (CC BY-SA 4.0, `sarag eval-entities`) with that
     evidence set to 0, exact entity cells and query value recall, at 300 conversations (the batch's unit
@@ -51,9 +53,6 @@ class ProductEvidence:
     # open with a city or a date and the helper names the place, a help desk's with the product. Kept
     # for the help-desk shape; no real help-desk corpus here labels the product
     problem_turn: float = 0.6
-    # named, perhaps sentence-initially, in the problem statement though first said elsewhere; without it
-    # 98/300, 44/66 and 32/150, 18/30
-    problem_text: float = 0.4
     # the asker's answer to "which model / app is it?": none seen
     answers_which: float = 0.6
     # the asker's corrected name ("sorry, it's X, not Y"); without it 96/300 and 30/150, 15/30
@@ -66,8 +65,6 @@ class ProductEvidence:
     greeting_company: float = 1.0
     per_mention: float = 0.25
     mention_cap: int = 4
-    # without the bar every candidate counts: 103/300, 43/66 and 52/150, 18/30
-    bar: float = 0.8
 
 
 EVIDENCE = ProductEvidence()
@@ -414,15 +411,10 @@ def product_candidates(
             found[longer][1] = max(found[longer][1], found[key][1])  # what was said of the code was said of the product
             del found[key]
     out = []
-    problem_text = " ".join(t for turn, _, t in sentences if turn in problem_turns)
     all_text = " ".join(t for _, _, t in sentences)
     for key, (name, bonus, turn, text, count) in found.items():
         pat = re.compile(r"(?<![\w-])" + re.escape(name) + r"(?![\w-])")
         count = max(count, len(pat.findall(all_text)))
-        if turn not in problem_turns and pat.search(problem_text):
-            bonus += EVIDENCE.problem_text  # named (perhaps sentence-initially) in the problem statement
-        score = bonus + EVIDENCE.per_mention * min(count, EVIDENCE.mention_cap)
-        if score >= EVIDENCE.bar:
-            out.append((name, round(score, 2), turn, text))
+        out.append((name, round(bonus + EVIDENCE.per_mention * min(count, EVIDENCE.mention_cap), 2), turn, text))
     out.sort(key=lambda x: (-x[1], x[2], x[0]))
     return out
