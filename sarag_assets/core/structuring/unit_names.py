@@ -19,7 +19,9 @@ batch of conversations it came with (`UnitStatistics`):
   method reads lower-case chat and scripts without capitals the same way), a backend proposing it.
 
 The value is written as the conversation writes it, the asker's wording first, and its exact span is kept
-(turn, start, end). Nothing here knows a domain or a language beyond what a word is (`_WORD`).
+(turn, start, end). Nothing here knows a domain or a language beyond what a word is (`_WORD`), and which
+scripts are written without spaces between words (`_UNSPACED`: Chinese, Japanese, Thai ...): there each
+character is a unit, and the same statistics read character n-grams.
 """
 
 from __future__ import annotations
@@ -33,8 +35,16 @@ from typing import Iterable, Sequence
 
 # a word: letters or digits, with inner apostrophes, dots, hyphens and ampersands ("Chang's", "D.C", "A&W")
 _WORD = re.compile(r"[^\W_]+(?:['’.&\-][^\W_]+)*|&", re.UNICODE)
-# what ends a phrase between two words: a name is not read across a comma, a full stop, a bracket
-_BREAK = re.compile(r"[,;:!?()\[\]{}\"“”|/]|\.\s|\s-\s|\n")
+# what ends a phrase between two words: a name is not read across a comma, a full stop, a bracket (the
+# CJK and full-width ones too: "，", "。", "、", "《")
+_BREAK = re.compile(r"[,;:!?()\[\]{}\"“”|/\u3001-\u3004\u3008-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40"
+                    r"\uff5b-\uff65]|\.\s|\s-\s|\n")
+# scripts written without spaces between words, by Unicode block: Thai, Lao, Myanmar, Khmer (and its
+# symbols), the CJK iteration and number marks, Hiragana, Katakana, CJK ideographs (with extensions and
+# compatibility forms), Yi, half-width Katakana. A run of them is no word: each character is a unit
+_UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff"
+             "\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
+_UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,9 @@ class UnitNameRules:
 
     # a span of more than six words is a clause, not a name (the query lexicon's MAX_VALUE_TOKENS too)
     max_words: int = 6
+    # in a script written without spaces a unit is a character: a word of Chinese is one to four
+    # characters, under two on average in segmented text, so six words are about twelve characters
+    max_unspaced: int = 12
     # a word one conversation in ten uses is a word of the language or the domain ("the", "shop"), not one
     # thing's name (on the SGD slice 0.25 / 0.1 / 0.05 gave 84 / 85 / 83 exact cells of 300: insensitive)
     common_share: float = 0.1
@@ -72,11 +85,12 @@ class Word:
     text: str  # lower-cased, NFKC
     start: int
     end: int
+    unspaced: bool = False  # one character of a script written without spaces
 
 
 def words_of(text: str) -> list[list[Word]]:
     """The text's words in phrases: a phrase ends where a comma, a full stop, a bracket ... stands between
-    two words."""
+    two words. In a script written without spaces each character, with its combining marks, is a word."""
     phrases: list[list[Word]] = []
     current: list[Word] = []
     last_end = 0
@@ -84,17 +98,49 @@ def words_of(text: str) -> list[list[Word]]:
         if current and _BREAK.search(text[last_end:m.start()] + (" " if text[last_end:m.start()].endswith(".") else "")):
             phrases.append(current)
             current = []
-        current.append(Word(unicodedata.normalize("NFKC", m.group()).lower(), m.start(), m.end()))
-        last_end = m.end()
+        if _UNSPACED_CHAR.search(m.group()):
+            current.extend(_unspaced_words(text, m.start(), m.end()))
+        else:
+            current.append(Word(unicodedata.normalize("NFKC", m.group()).lower(), m.start(), m.end()))
+        last_end = current[-1].end if current else m.end()
     if current:
         phrases.append(current)
     return phrases
 
 
-def _grams(phrase: Sequence[Word], max_words: int) -> Iterable[tuple[int, int, tuple[str, ...]]]:
+def _unspaced_words(text: str, start: int, end: int) -> list[Word]:
+    """The words of a run holding characters of a script written without spaces: each such character one
+    (with the combining marks after it: Thai vowels and tones), the other letters and digits as `_WORD`
+    reads them ("3号线": "3", "号", "线")."""
+    out: list[Word] = []
+    i = start
+    while i < end:
+        if _UNSPACED_CHAR.match(text, i):
+            j = i + 1
+            while j < len(text) and unicodedata.category(text[j]).startswith("M"):
+                j += 1
+            out.append(Word(unicodedata.normalize("NFKC", text[i:j]).lower(), i, j, True))
+            i = j
+            continue
+        j = i
+        while j < end and not _UNSPACED_CHAR.match(text, j):
+            j += 1
+        out.extend(Word(unicodedata.normalize("NFKC", w.group()).lower(), w.start(), w.end())
+                   for w in _WORD.finditer(text, i, j))
+        i = j
+    return out
+
+
+def _grams(phrase: Sequence[Word], rules: UnitNameRules) -> Iterable[tuple[int, int, tuple[str, ...]]]:
+    """(start, end, words) of every span of at most `max_words` words, counting a character of a script
+    written without spaces as a word up to `max_unspaced` units in all."""
     for i in range(len(phrase)):
-        for j in range(i + 1, min(len(phrase), i + max_words) + 1):
-            yield i, j, tuple(w.text for w in phrase[i:j])
+        spaced = 0
+        for j in range(i, min(len(phrase), i + rules.max_unspaced)):
+            spaced += not phrase[j].unspaced
+            if spaced > rules.max_words:
+                break
+            yield i, j + 1, tuple(w.text for w in phrase[i:j + 1])
 
 
 class UnitStatistics:
@@ -113,19 +159,26 @@ class UnitStatistics:
         self.word_df: Counter[str] = Counter()
         self._inner: Counter[str] = Counter()  # a word's occurrences past a phrase's first word
         self._inner_capital: Counter[str] = Counter()  # ... of them written with a capital
+        unspaced: set[str] = set()
         for doc, turns in zip(docs, texts):
             self.word_df.update({w.text for turn in doc for phrase in turn for w in phrase})
+            unspaced.update(w.text for turn in doc for phrase in turn for w in phrase if w.unspaced)
             for turn, text in zip(doc, turns):
                 for phrase in turn:
                     for w in phrase[1:]:
                         self._inner[w.text] += 1
                         self._inner_capital[w.text] += text[w.start].isupper()
+        # a character of a script written without spaces is a piece of a word, not a word of the language:
+        # a common one ("店", "京") is inside names as often as outside, so none is common; the batch tells
+        # its words from its names by the spans' counts (`cohesion`)
+        self._common = {w for w, df in self.word_df.items()
+                        if df >= max(2.0, rules.common_share * self.n) and w not in unspaced} if self.usable else set()
         self.gram_df: Counter[tuple[str, ...]] = Counter()
         for doc in docs:
             seen = set()
             for turn in doc:
                 for phrase in turn:
-                    for i, j, gram in _grams(phrase, rules.max_words):
+                    for i, j, gram in _grams(phrase, rules):
                         if _edges_ok(gram, self):
                             seen.add(gram)
             self.gram_df.update(seen)
@@ -135,8 +188,9 @@ class UnitStatistics:
         return self.n >= self.rules.min_conversations
 
     def common(self, word: str) -> bool:
-        """In at least `common_share` of the batch's conversations, and in more than one."""
-        return self.n >= self.rules.min_conversations and self.word_df[word] >= max(2.0, self.rules.common_share * self.n)
+        """In at least `common_share` of the batch's conversations, and in more than one (never a character
+        of a script written without spaces)."""
+        return word in self._common
 
     def capital_marks(self, word: str) -> bool:
         """Whether a capital on this word inside a phrase marks something: the batch writes it in lower case
@@ -154,9 +208,14 @@ class UnitStatistics:
 
     def cohesion(self, gram: tuple[str, ...]) -> float:
         """How tightly the span's words stick: the conversations holding the whole span over those holding
-        its rarest uncommon word (1 for one word, or when that word never comes without the rest)."""
+        its rarest uncommon word (1 for one word, or when that word never comes without the rest). A span
+        holding characters of a script written without spaces is weighed against its two parts one unit
+        shorter instead, the more widespread of them: a character alone says little about the span."""
         if len(gram) == 1:
             return 1.0
+        if any(_UNSPACED_CHAR.match(w) for w in gram):
+            part = max(self.df(gram[1:]), self.df(gram[:-1]))
+            return min(1.0, self.df(gram) / part) if part else 0.0
         rare = min((self.word_df[w] for w in gram if not self.common(w)), default=0)
         return min(1.0, self.df(gram) / rare) if rare else 0.0
 
@@ -185,10 +244,16 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
     capped: dict[tuple[str, ...], list] = defaultdict(list)
     for ti, (role, text) in enumerate(turns):
         for phrase in words_of(text):
-            ok = {(i, j): gram for i, j, gram in _grams(phrase, rules.max_words) if _edges_ok(gram, stats)}
+            ok = {(i, j): gram for i, j, gram in _grams(phrase, rules) if _edges_ok(gram, stats)}
+            ends: dict[int, list[int]] = defaultdict(list)
+            for a, b in ok:
+                ends[a].append(b)
+            widest = max((b - a for a, b in ok), default=0)
             for (i, j), gram in ok.items():
                 occurrences[gram].append((ti, phrase[i].start, phrase[j - 1].end, role))
-                longer = {g for (a, b), g in ok.items() if a <= i and j <= b and (a, b) != (i, j)}
+                # the spans around this one (only those starting within the widest span's reach can)
+                longer = {ok[a, b] for a in range(max(0, j - widest), i + 1) for b in ends.get(a, ()) if j <= b
+                          and (a, b) != (i, j)}
                 around[gram] = around[gram] & longer if gram in around else longer
                 # a common word right before or after every mention of the span, written with a capital inside
                 # a phrase at least once ("watch Good Boys", "at The Quillon Works"): the name's own word

@@ -16,7 +16,7 @@ from sarag_assets.core.structuring.interface import (
     MetadataColumn,
 )
 from sarag_assets.core.structuring.tables import validated_row_records
-from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell, unit_names
+from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell, unit_names, words_of
 from sarag_assets.core.warehouse import empty_frame
 from sarag_assets_tests.core.structuring.chats import chat
 
@@ -178,3 +178,41 @@ def test_the_entity_cell_stores_its_span_and_a_value_no_turn_holds_as_written_is
     row = next(r for r in again.iter_rows(named=True) if r["dialogue_id"] == "l1")
     assert row["value"] is None and row["span_turn"] is None
     assert row["semantic_reason"].startswith("no span")
+
+
+def test_a_script_written_without_spaces_is_read_a_character_a_word():
+    phrases = [[w.text for w in p] for p in words_of("你好，我的澜栖扫地机器人连不上3号线的Wi-Fi。")]
+    assert phrases == [["你", "好"], ["我", "的", "澜", "栖", "扫", "地", "机", "器", "人", "连", "不", "上", "3",
+                                      "号", "线", "的", "wi-fi"]]
+    # a Thai character keeps its vowel and tone marks; Japanese kana are characters too
+    assert [w.text for p in words_of("ที่นี่") for w in p] == ["ที่", "นี่"]
+    assert [w.text for p in words_of("ミナトの時計") for w in p] == ["ミ", "ナ", "ト", "の", "時", "計"]
+    # words between spaces are read as before
+    assert [[w.text for w in p] for p in words_of("Hi, Prints by Lindqvist's A&W.")] == [
+        ["hi"], ["prints", "by", "lindqvist's", "a&w"]]
+
+
+# Household devices in Chinese: written without spaces or capitals, each name of an invented brand (two
+# characters) and a device (two to five), longer than `max_words` characters
+DEVICES = ["澜栖扫地机器人", "珀霁空气净化器", "沅笙智能门锁", "翎墨家用投影仪", "岚澈音箱", "栖珀电热水壶",
+           "霁沅加湿器", "笙翎摄像头", "墨岚台灯", "澈澜路由器"]
+
+
+def chinese_chats() -> list[ConversationInput]:
+    """Each device in two conversations (the corpus uses its name as a unit), then conversations about
+    other apps, so that the batch's characters have their spread."""
+    chats = [chat(f"z{i}", f"你好，我家的{d}每天晚上都会掉线。", f"好的，请问{d}连的是2.4G网络吗？",
+                  f"是的，{d}用的是2.4G。", f"那请重启{d}，再在应用里重新配对。") for i, d in enumerate(DEVICES)]
+    chats += [chat(f"z{i}b", f"您好，{d}升级固件以后就不能用了。", f"抱歉，请把{d}断电十秒钟。",
+                   f"好了，{d}又能用了，谢谢！", "不客气，还有别的问题吗？") for i, d in enumerate(DEVICES)]
+    brands = ["".join(c) for c in _combinations("云雾星河松竹梅兰菊桂枫柳溪岩峰", repeat=2)][:BATCH]
+    chats += [chat(f"o{i}", f"你好，我的{b}应用打开设置页面就闪退。", f"请清除{b}的缓存后再试一次。",
+                   "谢谢，现在好了。", "不客气，祝您愉快！") for i, b in enumerate(brands)]
+    return chats
+
+
+def test_a_chinese_chat_corpus_gets_its_names(backend):
+    cells = product_cells(chinese_chats(), backend)
+    assert cells["z0"] == "澜栖扫地机器人"
+    assert cells["z3"] == "翎墨家用投影仪"
+    assert cells["z7b"] == "笙翎摄像头"
