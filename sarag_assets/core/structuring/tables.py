@@ -17,6 +17,7 @@ import polars as pl
 from sarag_assets.core.structuring import governance
 from sarag_assets.core.structuring.gates import semantic_gate, structural_gate, value_span
 from sarag_assets.core.structuring.interface import (
+    CandidateColumn,
     CandidateSchema,
     ColumnConstraints,
     ColumnScore,
@@ -98,6 +99,7 @@ def candidate_schema_rows(
         chunk = conversations[start : start + PREPARE_CHUNK]
         prepare_batch(backend, "candidate_schema", [conversation for conversation, _ in chunk])
         rows.extend(_candidate_rows(batch_key, chunk, backend, failures))
+    _entity_candidates(rows, conversations, backend)
     frame = conform("candidate_schemas", pl.DataFrame(rows, infer_schema_length=None)) if rows else None
     return StageResult(frame if frame is not None else empty_frame("candidate_schemas"), failures,
                        {"conversations": len(conversations), "candidate_columns": len(rows)})
@@ -133,6 +135,43 @@ def _candidate_rows(
                 "backend": schema.backend or backend.name,
             })
     return rows
+
+
+def _entity_candidates(rows: list[dict], conversations: list[tuple[ConversationInput, str]],
+                       backend: StructuringBackend) -> None:
+    """The entity column's candidate where the backend proposed it without a value: the batch's unit name
+    for what the conversation is about (`unit_names.entity_cell`, as the validated rows read it) becomes
+    its example value, and the backend scores the column again with it. A corpus whose names no detector
+    reads (no capitals: lower-case chat, Chinese) so gets its entity column where the batch vouches for
+    the names; the candidates that have a value are left as they are."""
+    empty = [r for r in rows if r["signal"] == ENTITY_SIGNAL and not r["example_value"]]
+    if not empty:
+        return
+    proposed = {r["dialogue_id"]: r["example_value"] for r in rows
+                if r["signal"] == ENTITY_SIGNAL and r["example_value"]}
+    units = UnitStatistics([[t.text for t in conversation.turns] for conversation, _ in conversations],
+                           proposals=[proposed.get(conversation.dialogue_id) for conversation, _ in conversations])
+    if not units.usable:
+        return
+    by_id = {conversation.dialogue_id: conversation for conversation, _ in conversations}
+    for row in empty:
+        conversation = by_id[row["dialogue_id"]]
+        turns = [(t.role, t.text) for t in conversation.turns]
+        unit = entity_cell(turns, units, None)
+        if unit is None:
+            continue
+        column = CandidateColumn(
+            name=row["column_name"], type=row["column_type"], meaning=row["meaning"],
+            constraints=ColumnConstraints.model_validate_json(row["constraints"] or "{}"),
+            note=row["note"], example_value=unit.value)
+        try:
+            score = backend.score_columns(conversation, [column])[0]
+        except Exception:  # noqa: BLE001 - the backend's own candidate stands
+            continue
+        row.update(example_value=unit.value,
+                   note=f"turn {unit.turn}, the batch's unit names; detector {row['signal']} found none",
+                   relevance=score.relevance, answerability=score.answerability, overall=score.overall,
+                   justification=score.justification)
 
 
 def candidates_from_rows(rows: pl.DataFrame) -> Iterator[tuple[tuple[str, str, str], CandidateSchema]]:

@@ -15,7 +15,8 @@ from sarag_assets.core.structuring.interface import (
     GovernedMetadata,
     MetadataColumn,
 )
-from sarag_assets.core.structuring.tables import validated_row_records
+from sarag_assets.core.structuring.governance import MIN_OVERALL
+from sarag_assets.core.structuring.tables import candidate_schema_rows, evolve_metadata, validated_row_records
 from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell, unit_names, words_of
 from sarag_assets.core.warehouse import empty_frame
 from sarag_assets_tests.core.structuring.chats import chat
@@ -216,3 +217,32 @@ def test_a_chinese_chat_corpus_gets_its_names(backend):
     assert cells["z0"] == "澜栖扫地机器人"
     assert cells["z3"] == "翎墨家用投影仪"
     assert cells["z7b"] == "笙翎摄像头"
+
+
+def test_a_chinese_corpus_gets_an_entity_column_from_its_unit_names(backend):
+    # no detector reads a name without capitals: the batch's unit names give the entity candidate its
+    # value, governance admits the column, and the rows fill it
+    chats = chinese_chats()
+    conversations = [(c, f"h-{c.dialogue_id}") for c in chats]
+    candidates = candidate_schema_rows("b", conversations, backend).frame
+    entity = candidates.filter(pl.col("signal") == "product")
+    named = {r["dialogue_id"]: r for r in entity.iter_rows(named=True)}
+    assert named["z0"]["example_value"] == "澜栖扫地机器人"
+    assert named["z0"]["overall"] >= MIN_OVERALL
+    metadata = evolve_metadata(GovernedMetadata(), candidates, backend).metadata
+    column = next(c for c in metadata.columns if c.signal == "product")
+    rows = validated_row_records("b", conversations, metadata, empty_frame("validated_rows"), backend).frame
+    cells = {r["dialogue_id"]: r["value"] for r in rows.iter_rows(named=True) if r["column_name"] == column.name}
+    assert cells["z3"] == "翎墨家用投影仪"
+
+
+def test_a_detector_value_of_the_entity_candidate_stays(backend):
+    chats = shop_chats() + other_chats(BATCH)
+    conversations = [(c, f"h-{c.dialogue_id}") for c in chats]
+    before = {c.dialogue_id: backend.candidate_schema(c) for c in chats[:3]}
+    candidates = candidate_schema_rows("b", conversations, backend).frame.filter(pl.col("signal") == "product")
+    for r in candidates.iter_rows(named=True):
+        if r["dialogue_id"] in before:
+            column = next(c for c in before[r["dialogue_id"]].columns if c.signal == "product")
+            assert column.example_value and r["example_value"] == column.example_value
+            assert r["overall"] == column.score.overall
