@@ -31,6 +31,7 @@ import re
 import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable, Sequence
 
 # a word: letters or digits, with inner apostrophes, dots, hyphens and ampersands ("Chang's", "D.C", "A&W")
@@ -45,6 +46,7 @@ _BREAK = re.compile(r"[,;:!?()\[\]{}\"“”|/\u3001-\u3004\u3008-\u303f\uff01-\
 _UNSPACED = ("\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u19e0-\u19ff\u3005-\u3007\u3040-\u30ff\u31f0-\u31ff"
              "\u3400-\u4dbf\u4e00-\u9fff\ua000-\ua4cf\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f")
 _UNSPACED_CHAR = re.compile(f"[{_UNSPACED}]")
+_PIECE = re.compile(f"([{_UNSPACED}])|[^{_UNSPACED}]+")
 
 
 @dataclass(frozen=True)
@@ -110,25 +112,25 @@ def words_of(text: str) -> list[list[Word]]:
 
 def _unspaced_words(text: str, start: int, end: int) -> list[Word]:
     """The words of a run holding characters of a script written without spaces: each such character one
-    (with the combining marks after it: Thai vowels and tones), the other letters and digits as `_WORD`
-    reads them ("3号线": "3", "号", "线")."""
+    (with the combining marks after the run: Thai vowels and tones), the other letters and digits as
+    `_WORD` reads them ("3号线": "3", "号", "线")."""
     out: list[Word] = []
-    i = start
-    while i < end:
-        if _UNSPACED_CHAR.match(text, i):
-            j = i + 1
+    for piece in _PIECE.finditer(text, start, end):
+        if piece.group(1) is None:
+            out.extend(Word(unicodedata.normalize("NFKC", w.group()).lower(), w.start(), w.end())
+                       for w in _WORD.finditer(text, piece.start(), piece.end()))
+            continue
+        j = piece.end()
+        if j == end:  # a combining mark is no word character: it ends the run
             while j < len(text) and unicodedata.category(text[j]).startswith("M"):
                 j += 1
-            out.append(Word(unicodedata.normalize("NFKC", text[i:j]).lower(), i, j, True))
-            i = j
-            continue
-        j = i
-        while j < end and not _UNSPACED_CHAR.match(text, j):
-            j += 1
-        out.extend(Word(unicodedata.normalize("NFKC", w.group()).lower(), w.start(), w.end())
-                   for w in _WORD.finditer(text, i, j))
-        i = j
+        out.append(Word(_character(text[piece.start():j]), piece.start(), j, True))
     return out
+
+
+@lru_cache(maxsize=65536)
+def _character(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
 
 
 def _grams(phrase: Sequence[Word], rules: UnitNameRules) -> Iterable[tuple[int, int, tuple[str, ...]]]:
@@ -399,12 +401,18 @@ def _spans_of(key: tuple[str, ...], turns: Sequence[tuple[str, str]]) -> list[tu
     """(turn, start, end) of every mention of the span's words in the conversation."""
     out = []
     for ti, (_, text) in enumerate(turns):
-        for phrase in words_of(text):
-            words = [w.text for w in phrase]
+        for words, phrase in _phrase_words(text):
             for i in range(len(words) - len(key) + 1):
                 if tuple(words[i:i + len(key)]) == key:
                     out.append((ti, phrase[i].start, phrase[i + len(key) - 1].end))
     return out
+
+
+@lru_cache(maxsize=4096)
+def _phrase_words(text: str) -> tuple[tuple[list[str], list[Word]], ...]:
+    """The text's phrases with their words' texts, read once (`_spans_of` is asked for many spans of one
+    conversation)."""
+    return tuple(([w.text for w in phrase], phrase) for phrase in words_of(text))
 
 
 def _capital_share(unit: UnitName, turns: Sequence[tuple[str, str]]) -> float:
