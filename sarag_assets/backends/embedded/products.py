@@ -34,17 +34,18 @@ class ProductEvidence:
     Beside each, the real-data figure: the SGD test slice (CC BY-SA 4.0, `sarag eval-entities`) with that
     evidence set to 0, exact entity cells and query value recall, at 300 conversations (the batch's unit
     names correct the detector) and at its first 150 (below 200: the detector alone), against 97/300, 43/66
-    and 31/150, 17/30 with all of it (`docs/structuring.md`, *The product detector on real data*). "none
+    and 31/150, 17/30 with all of it (at `29501ac`, with the deleted bonus; `docs/structuring.md`, *The
+    product detector on real data*). "none
     seen" is a rule no real corpus here exercises: it rests on the written sets alone."""
 
     # a thing's name is written as one: CamelCase or several words with lower case ("Cloudberry Drive");
-    # without it 73/300, 38/66 and 11/150, 12/30
+    # a code or an acronym pair ("DSL500", "HP LaserJet") is weaker evidence. Without both: 73/300, 38/66
+    # and 11/150, 12/30
     name_shape: float = 0.3
-    # a code or an acronym pair ("DSL500", "HP LaserJet") is weaker evidence of a name
     code_shape: float = 0.1
-    # ownership before the name ("I'm using X", "my router is the X"); without it 93/300 and 16/150
+    # ownership before the name ("I'm using X", "my router is the X"), or a possessive or a verb of use
+    # ("my X", "with X"). Without both: 93/300, 43/66 and 16/150, 17/30
     ownership: float = 0.5
-    # a possessive or a verb of use right before it ("my X", "with X")
     near_ownership: float = 0.3
     # a device or app noun after it ("X app"): none seen
     head_noun: float = 0.5
