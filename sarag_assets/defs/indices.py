@@ -120,8 +120,7 @@ def value_mentions(context: dg.AssetExecutionContext, sarag_home: SaragHome, str
     kinds={"duckdb"},
     automation_condition=ON_DEPENDENCY_CHANGE,
     description="Which views vote in the home's ranking, measured on its own conversations: the asker's "
-    "opening turns of up to 150 of them search a calibration home holding the rest of each and, whole, up to "
-    "1,500 of the home's other conversations, every view alone "
+    "opening turns of up to 150 of them search a calibration home holding the rest of each, every view alone "
     "and together (query.calibration). Measured again when the home has doubled.",
 )
 def ranking_calibration(context: dg.AssetExecutionContext, sarag_home: SaragHome, embedder: EmbedderResource):

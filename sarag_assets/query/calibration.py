@@ -4,13 +4,9 @@ No labels are needed: a conversation already pairs a question with what answered
 home's conversations (the first ``SAMPLE`` by a hash of their id, so a home measures the same ones until it
 grows), the asker's turns in the first half of each become a *pseudo-query*, and the rest of it (the
 helpers' answers, the asker's later turns) becomes a conversation of a *calibration home*, built by the same
-pipeline (`sarag materialize` on ``<home>/calibration``) and holding those rests and, whole, the home's
-other conversations (up to ``DISTRACTORS``), so a pseudo-query searches as many conversations as a real
-query does. Each pseudo-query should find its own rest: the words the asker used, looking for the
-conversation that answered them. The query never appears in the home it searches, so no view finds it by
-copying. Against the 150 rests alone a view can win that loses among the whole home: on the real IRC
-#ubuntu follow-ups the `sdr` view got a vote there and the real queries lost a hit in the top 3 below the
-text views; with the other 447 conversations as distractors it got none (`docs/results.md`).
+pipeline (`sarag materialize` on ``<home>/calibration``) and holding only those rests. Each pseudo-query
+should find its own rest: the words the asker used, looking for the conversation that answered them. The
+query never appears in the home it searches, so no view finds it by copying.
 
 The text views (the conversation's own words, read by BM25 and by the model) are the base, and each
 other view must earn its vote: every view is scored alone and together with the others by nDCG@10 on the
@@ -60,9 +56,6 @@ from sarag_assets.query.engine import Sarag
 from sarag_assets.query.fusion import DEFAULT_WEIGHTS, TEXT_VIEWS, VIEWS, ViewScores, combine
 
 SAMPLE = 150  # conversations split into a pseudo-query and the rest the calibration home indexes
-# the other conversations the calibration home holds whole, at most: a bound on its build's cost (ten times
-# the sample's), not on its fidelity; a home above SAMPLE + DISTRACTORS is measured on a smaller collection
-DISTRACTORS = 10 * SAMPLE
 MIN_QUERIES = 50
 CUTOFF = 10  # nDCG@10, as `sarag eval` reports
 BAR_SE = 1.0  # the one-standard-error rule
@@ -97,19 +90,15 @@ class Calibration:
                               "report_json": json.dumps(report)}])
 
 
-def split(turns_by_id: Mapping[str, Sequence[tuple[str, str]]], sample: int = SAMPLE,
-          distractors: int = DISTRACTORS) -> tuple[list[dict], list[PseudoQuery]]:
+def split(turns_by_id: Mapping[str, Sequence[tuple[str, str]]],
+          sample: int = SAMPLE) -> tuple[list[dict], list[PseudoQuery]]:
     """The calibration home's conversations (generic JSONL records) and their pseudo-queries, from
     ``{dialogue id: [(role, text), ...]}``. A conversation gives one when the asker speaks in its first
-    half and a helper in the rest; the conversations after the sample (in the same hash order) are held
-    whole, up to ``distractors``."""
+    half and a helper in the rest."""
     records, queries = [], []
-    ordered = sorted(turns_by_id, key=lambda d: hashlib.sha256(d.encode("utf-8")).hexdigest())
-    taken = 0
-    for dialogue_id in ordered:
+    for dialogue_id in sorted(turns_by_id, key=lambda d: hashlib.sha256(d.encode("utf-8")).hexdigest()):
         if len(queries) == sample:
             break
-        taken += 1
         turns = list(turns_by_id[dialogue_id])
         half = (len(turns) + 1) // 2
         asked = [i for i in range(half) if turns[i][0] == "user" and turns[i][1].strip()]
@@ -120,11 +109,6 @@ def split(turns_by_id: Mapping[str, Sequence[tuple[str, str]]], sample: int = SA
         records.append({"dialogue_id": rest_id,
                         "turns": [{"speaker": role, "role": role, "text": text} for role, text in rest]})
         queries.append(PseudoQuery(f"q-{rest_id}", [{"speaker": "user", "text": turns[i][1]} for i in asked], rest_id))
-    for n, dialogue_id in enumerate(ordered[taken:taken + distractors]):
-        turns = [(role, text) for role, text in turns_by_id[dialogue_id] if text.strip()]
-        if turns:
-            records.append({"dialogue_id": f"whole-{n:05d}",
-                            "turns": [{"speaker": role, "role": role, "text": text} for role, text in turns]})
     return records, queries
 
 
