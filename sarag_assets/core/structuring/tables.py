@@ -33,7 +33,7 @@ from sarag_assets.core.structuring.interface import (
     per_conversation,
     prepare_batch,
 )
-from sarag_assets.core.structuring.unit_names import UnitStatistics, entity_cell
+from sarag_assets.core.structuring.unit_names import RULES, UnitStatistics, entity_cell
 from sarag_assets.core.warehouse import conform, empty_frame, polars_schema
 
 
@@ -145,14 +145,12 @@ def _entity_candidates(rows: list[dict], conversations: list[tuple[ConversationI
     reads (no capitals: lower-case chat, Chinese) so gets its entity column where the batch vouches for
     the names; the candidates that have a value are left as they are."""
     empty = [r for r in rows if r["signal"] == ENTITY_SIGNAL and not r["example_value"]]
-    if not empty:
-        return
+    if not empty or len(conversations) < RULES.min_conversations:
+        return  # too small a batch for the unit names: no statistics to count
     proposed = {r["dialogue_id"]: r["example_value"] for r in rows
                 if r["signal"] == ENTITY_SIGNAL and r["example_value"]}
     units = UnitStatistics([[t.text for t in conversation.turns] for conversation, _ in conversations],
                            proposals=[proposed.get(conversation.dialogue_id) for conversation, _ in conversations])
-    if not units.usable:
-        return
     by_id = {conversation.dialogue_id: conversation for conversation, _ in conversations}
     for row in empty:
         conversation = by_id[row["dialogue_id"]]
