@@ -30,7 +30,7 @@ import math
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -38,6 +38,8 @@ from typing import Iterable, Sequence
 _WORD = re.compile(r"[^\W_]+(?:['’.&\-][^\W_]+)*|&", re.UNICODE)
 # what ends a phrase between two words: a name is not read across a comma, a full stop, a bracket (the
 # CJK and full-width ones too: "，", "。", "、", "《")
+# a bracketed part right after a word, no space between ("店(王府井店)", "（西四店）"): the word's qualifier
+_GLUED = re.compile(r"(?<=[^\W_])[(（]([^()（）\n]{1,64})[)）]")
 _BREAK = re.compile(r"[,;:!?()\[\]{}\"“”|/\u3001-\u3004\u3008-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40"
                     r"\uff5b-\uff65]|\.\s|\s-\s|\n")
 # scripts written without spaces between words, by Unicode block: Thai, Lao, Myanmar, Khmer (and its
@@ -88,26 +90,48 @@ class Word:
     start: int
     end: int
     unspaced: bool = False  # one character of a script written without spaces
+    group: int = 0  # inside the phrase's n-th bracketed part glued to the word before it (0: outside)
 
 
 def words_of(text: str) -> list[list[Word]]:
     """The text's words in phrases: a phrase ends where a comma, a full stop, a bracket ... stands between
-    two words. In a script written without spaces each character, with its combining marks, is a word."""
+    two words. In a script written without spaces each character, with its combining marks, is a word.
+    A short bracketed part glued to the word before it ("7天酒店(王府井店)", "Widget(2)") qualifies that
+    word: it stays in the phrase, its words marked with their group (`Word.group`)."""
+    groups = _glued_groups(text)
+    glued = {i for pair in groups for i in pair}
     phrases: list[list[Word]] = []
     current: list[Word] = []
     last_end = 0
     for m in _WORD.finditer(text):
-        if current and _BREAK.search(text[last_end:m.start()] + (" " if text[last_end:m.start()].endswith(".") else "")):
+        gap = "".join(" " if i in glued else text[i] for i in range(last_end, m.start()))
+        if current and _BREAK.search(gap + (" " if gap.endswith(".") else "")):
             phrases.append(current)
             current = []
+        group = next((g for g, (o, c) in enumerate(groups, 1) if o < m.start() < c), 0)
         if _UNSPACED_CHAR.search(m.group()):
-            current.extend(_unspaced_words(text, m.start(), m.end()))
+            current.extend(replace(w, group=group) for w in _unspaced_words(text, m.start(), m.end()))
         else:
-            current.append(Word(unicodedata.normalize("NFKC", m.group()).lower(), m.start(), m.end()))
+            current.append(Word(unicodedata.normalize("NFKC", m.group()).lower(), m.start(), m.end(), group=group))
         last_end = current[-1].end if current else m.end()
     if current:
         phrases.append(current)
     return phrases
+
+
+def _glued_groups(text: str) -> list[tuple[int, int]]:
+    """(opening, closing) offsets of every bracketed part glued to the word before it, holding a letter
+    and no more than a name's worth of words (`UnitNameRules`: a longer aside is a clause)."""
+    out = []
+    for m in _GLUED.finditer(text):
+        inner = m.group(1)
+        units = [w for p in words_of(inner) for w in p] if _BREAK.search(inner) is None else None
+        if not units or not any(ch.isalpha() for ch in inner):
+            continue
+        if sum(not w.unspaced for w in units) > RULES.max_words or len(units) > RULES.max_unspaced:
+            continue
+        out.append((m.start(), m.end() - 1))
+    return out
 
 
 def _unspaced_words(text: str, start: int, end: int) -> list[Word]:
@@ -135,13 +159,20 @@ def _character(text: str) -> str:
 
 def _grams(phrase: Sequence[Word], rules: UnitNameRules) -> Iterable[tuple[int, int, tuple[str, ...]]]:
     """(start, end, words) of every span of at most `max_words` words, counting a character of a script
-    written without spaces as a word up to `max_unspaced` units in all."""
+    written without spaces as a word up to `max_unspaced` units in all. A glued bracketed part is its word's
+    qualifier: no span starts or ends inside it, and its words count for nothing."""
     for i in range(len(phrase)):
-        spaced = 0
-        for j in range(i, min(len(phrase), i + rules.max_unspaced)):
-            spaced += not phrase[j].unspaced
-            if spaced > rules.max_words:
-                break
+        if phrase[i].group:
+            continue
+        spaced = units = 0
+        for j in range(i, len(phrase)):
+            if not phrase[j].group:
+                spaced += not phrase[j].unspaced
+                units += 1
+                if spaced > rules.max_words or units > rules.max_unspaced:
+                    break
+            elif j + 1 < len(phrase) and phrase[j + 1].group == phrase[j].group:
+                continue
             yield i, j + 1, tuple(w.text for w in phrase[i:j + 1])
 
 
@@ -252,7 +283,7 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
                 ends[a].append(b)
             widest = max((b - a for a, b in ok), default=0)
             for (i, j), gram in ok.items():
-                occurrences[gram].append((ti, phrase[i].start, phrase[j - 1].end, role))
+                occurrences[gram].append((ti, phrase[i].start, _end(text, phrase[j - 1]), role))
                 # the spans around this one (only those starting within the widest span's reach can)
                 longer = {ok[a, b] for a in range(max(0, j - widest), i + 1) for b in ends.get(a, ()) if j <= b
                           and (a, b) != (i, j)}
@@ -260,7 +291,7 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
                 # a common word right before or after every mention of the span, written with a capital inside
                 # a phrase at least once ("watch Good Boys", "at The Quillon Works"): the name's own word
                 left = phrase[i - 1] if i > 0 and stats.common(phrase[i - 1].text) else None
-                right = phrase[j] if j < len(phrase) and stats.common(phrase[j].text) else None
+                right = phrase[j] if j < len(phrase) and not phrase[j].group and stats.common(phrase[j].text) else None
                 capped[gram].append((left, right, i > 1 and left is not None and _capital_common(text, left, stats),
                                      right is not None and _capital_common(text, right, stats)))
     for gram, sides in capped.items():
@@ -301,6 +332,14 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
         out.append(UnitName(turns[t][1][s:e], t, s, e, round(score, 4), key))
     out.sort(key=lambda u: (-u.score, u.turn, u.start))
     return out
+
+
+def _end(text: str, word: Word) -> int:
+    """Where a span ending with ``word`` ends: after the closing bracket when the word ends a glued part."""
+    if not word.group:
+        return word.end
+    m = re.compile(r"\s*[)）]").match(text, word.end)
+    return m.end() if m else word.end
 
 
 def _core(key: tuple[str, ...], stats: UnitStatistics) -> tuple[str, ...]:
@@ -404,7 +443,7 @@ def _spans_of(key: tuple[str, ...], turns: Sequence[tuple[str, str]]) -> list[tu
         for words, phrase in _phrase_words(text):
             for i in range(len(words) - len(key) + 1):
                 if tuple(words[i:i + len(key)]) == key:
-                    out.append((ti, phrase[i].start, phrase[i + len(key) - 1].end))
+                    out.append((ti, phrase[i].start, _end(text, phrase[i + len(key) - 1])))
     return out
 
 

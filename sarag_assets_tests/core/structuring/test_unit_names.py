@@ -246,3 +246,20 @@ def test_a_detector_value_of_the_entity_candidate_stays(backend):
             column = next(c for c in before[r["dialogue_id"]].columns if c.signal == "product")
             assert column.example_value and r["example_value"] == column.example_value
             assert r["overall"] == column.score.overall
+
+
+def test_a_name_with_its_branch_in_brackets_is_kept_whole():
+    # a chain's branches: the bracketed part glued to the name tells them apart, and is part of the name
+    branches = ["澜栖家电(朝阳店)", "澜栖家电(海淀店)", "珀霁书屋（西四店）", "珀霁书屋（南锣鼓巷店）"]
+    chats = [chat(f"br{i}", f"你好，我想问一下{b}几点关门？", f"{b}晚上九点关门。", "好的，谢谢！")
+             for i, b in enumerate(branches)]
+    chats += [chat(f"bp{i}", f"请问{b}可以停车吗？", f"可以，{b}门口有停车场。") for i, b in enumerate(branches)]
+    batch = chats + chinese_chats()
+    stats = UnitStatistics([[t.text for t in c.turns] for c in batch])
+    for c, name in zip(chats, branches):
+        cell = entity_cell([(t.role, t.text) for t in c.turns], stats, None)
+        assert cell is not None and cell.value == name
+        assert c.turns[cell.turn].text[cell.start:cell.end] == name
+    # an aside after a space, or one too long for a name, still ends the phrase
+    assert [[w.text for w in p] for p in words_of("the Netgear (the old one) and f(x, y)")] == [
+        ["the", "netgear"], ["the", "old", "one"], ["and", "f"], ["x"], ["y"]]
