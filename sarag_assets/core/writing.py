@@ -30,6 +30,16 @@ QUESTION_MARKS = ("?", "？", "؟", "፧")
 SPACED_SENTENCE_END = ".!?؟।॥۔።፧։។៕။།"
 
 
+# a short bracketed part right after a word, no space between: the word's qualifier, as a chain's branch
+# ("7天连锁酒店(北京天坛东门地铁站店)", "砂锅居（西四店）")
+GLUED_BRACKET = re.compile(r"(?<=[^\W_])[(（]([^()（）\n]{1,64})[)）]")
+
+
+def without_qualifiers(text: str) -> str:
+    """The text without the bracketed parts glued to a word (`GLUED_BRACKET`) that hold a letter."""
+    return GLUED_BRACKET.sub(lambda m: m.group() if not any(ch.isalpha() for ch in m.group(1)) else "", text)
+
+
 def is_cjk(token: str) -> bool:
     """Whether ``token`` is one Han or kana character."""
     return bool(_CJK.fullmatch(token))

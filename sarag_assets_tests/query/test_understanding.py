@@ -68,6 +68,15 @@ def test_values_are_found_in_chinese_and_japanese_written_without_spaces():
     assert not lexicon.mentioned("手机充不进电，充电器换了也不行，怎么办")
 
 
+def test_a_name_with_a_long_branch_in_brackets_is_a_value_and_is_found():
+    # sixteen characters with the branch, too long for a name without it: the branch qualifies the name
+    cells = [("d1", "product", "7天连锁酒店(北京天坛东门地铁站店)"), ("d2", "product", "砂锅居（西四店）")] + [
+        (f"x{i}", "product", f"Filler {i}") for i in range(20)]
+    lexicon = ValueLexicon(cells, 22)
+    q = read_query([{"speaker": "user", "text": "就选7天连锁酒店(北京天坛东门地铁站店)吧，它的电话是多少？"}])
+    assert {e.value for e in lexicon.find(q)} == {"7天连锁酒店(北京天坛东门地铁站店)"}
+
+
 def test_a_query_text_too_long_for_the_model_loses_its_earliest_lines_not_its_latest():
     def fits(text):  # as a model reading 20 characters would say
         return len(text) <= 20

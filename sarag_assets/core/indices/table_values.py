@@ -12,7 +12,7 @@ import unicodedata
 from collections import defaultdict
 from typing import Any, Iterable, Mapping
 
-from sarag_assets.core.writing import CJK_RANGES, has_cjk, is_cjk, run_words
+from sarag_assets.core.writing import CJK_RANGES, has_cjk, is_cjk, run_words, without_qualifiers
 
 MAX_VALUE_TOKENS = 6  # longer values are free text (problem descriptions), not entities
 MAX_VALUE_CHARS = 60
@@ -82,7 +82,8 @@ class TableValues:
             if not text:
                 continue
             toks = tokens(text)
-            fits = len(text) <= MAX_VALUE_CHARS and 0 < word_count(toks) <= MAX_VALUE_TOKENS
+            # a name's branch in brackets qualifies it: it does not make the name a sentence
+            fits = len(text) <= MAX_VALUE_CHARS and 0 < word_count(tokens(without_qualifiers(text))) <= MAX_VALUE_TOKENS
             short[column].append(fits)
             if fits:
                 fitting.append((dialogue_id, column, text, toks))

@@ -34,12 +34,12 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Iterable, Sequence
 
+from sarag_assets.core.writing import GLUED_BRACKET
+
 # a word: letters or digits, with inner apostrophes, dots, hyphens and ampersands ("Chang's", "D.C", "A&W")
 _WORD = re.compile(r"[^\W_]+(?:['’.&\-][^\W_]+)*|&", re.UNICODE)
 # what ends a phrase between two words: a name is not read across a comma, a full stop, a bracket (the
 # CJK and full-width ones too: "，", "。", "、", "《")
-# a bracketed part right after a word, no space between ("店(王府井店)", "（西四店）"): the word's qualifier
-_GLUED = re.compile(r"(?<=[^\W_])[(（]([^()（）\n]{1,64})[)）]")
 _BREAK = re.compile(r"[,;:!?()\[\]{}\"“”|/\u3001-\u3004\u3008-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40"
                     r"\uff5b-\uff65]|\.\s|\s-\s|\n")
 # scripts written without spaces between words, by Unicode block: Thai, Lao, Myanmar, Khmer (and its
@@ -123,7 +123,7 @@ def _glued_groups(text: str) -> list[tuple[int, int]]:
     """(opening, closing) offsets of every bracketed part glued to the word before it, holding a letter
     and no more than a name's worth of words (`UnitNameRules`: a longer aside is a clause)."""
     out = []
-    for m in _GLUED.finditer(text):
+    for m in GLUED_BRACKET.finditer(text):
         inner = m.group(1)
         units = [w for p in words_of(inner) for w in p] if _BREAK.search(inner) is None else None
         if not units or not any(ch.isalpha() for ch in inner):
