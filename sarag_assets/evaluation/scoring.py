@@ -7,7 +7,7 @@ Systems (the names are a contract; other tools read them):
   pipeline stored it (redacted turns joined), with the whole query conversation as the query text;
 - ``dense_passages``: the query module with only the dense passage channel (each conversation by its best
   passage); ``hybrid``: only the passage channel and BM25 over each conversation's whole text, fused by the
-  product's own rule (the product adds a third text channel, the whole conversation's vector). Both read what the people wrote, nothing derived;
+  product's own rule: the product's text views exactly. Both read what the people wrote, nothing derived;
 - ``sdr``: the query module with only the issue and solution pseudo-document channels;
 - ``table``: only the table-row channels (dense, full text, and the matches on mentioned values);
 - ``trag``: only the cluster route (best cluster per view, then personalized PageRank);

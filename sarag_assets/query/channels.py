@@ -2,8 +2,6 @@
 
 - ``passages``: dense search over the conversation's passages (LanceDB ``conversation_passages``), each
   conversation scored by its best passage;
-- ``conversation``: dense search over each whole conversation (``conversation_texts``: the mean of its
-  passages' vectors);
 - ``conversation_text``: BM25 over each conversation's whole redacted text (``conversation_texts``);
 - ``table_row``: dense search over the linearized table rows (LanceDB ``table_rows``);
 - ``full_text``: BM25 over the same rows (LanceDB native FTS), query = every turn, the latest first;
@@ -32,7 +30,7 @@ from sarag_assets.query.published import PublishedTables
 from sarag_assets.query.table_match import RowShares, entity_shares
 from sarag_assets.query.understanding import Query, normalize
 
-CHANNELS = ("passages", "conversation", "conversation_text", "table_row", "full_text", "issue", "solution",
+CHANNELS = ("passages", "conversation_text", "table_row", "full_text", "issue", "solution",
             "cluster_route", "table_match")
 PASSAGES_PER_CONVERSATION = 4  # passages read first per conversation wanted (a long thread has several near the top)
 

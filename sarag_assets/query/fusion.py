@@ -7,13 +7,14 @@ its first conversation puts it several deviations above the rest, and one that c
 apart moves little.
 
 Channels that read the same thing the same way are one *view*, and a view is one vote, however many
-channels it has: the two dense text channels read the conversation's own words with one model; the table
-channels read its row. Counted apart, correlated channels outvote an independent one that is right (on a
-real FAQ corpus the structure channels, all reading the latest turn's topic words, outvoted the BM25
-channel that carried the place's name). A view's z is the mean of its channels' z:
+channels it has: the table channels read its row, by the model and by BM25. Counted apart, correlated
+channels outvote an independent one that is right (on a real FAQ corpus the structure channels, all
+reading the latest turn's topic words, outvoted the BM25 channel that carried the place's name). A view's
+z is the mean of its channels' z:
 
     lexical  conversation_text (BM25 over the whole text)
-    dense    passages (best passage), conversation (whole-conversation vector)
+    dense    passages (each conversation by its best passage; the whole conversation's vector was a
+             second channel here until it showed no gain on the real IRC follow-ups, docs/results.md)
     table    table_row (dense), full_text (BM25 over the row), lifted by the table match
     sdr      the issue/solution pseudo-documents (fused by alpha first)
     trag     cluster_route
@@ -40,7 +41,7 @@ import numpy as np
 
 VIEWS: dict[str, tuple[str, ...]] = {
     "lexical": ("conversation_text",),
-    "dense": ("passages", "conversation"),
+    "dense": ("passages",),
     "table": ("table_row", "full_text"),
     "sdr": ("sdr",),
     "trag": ("cluster_route",),

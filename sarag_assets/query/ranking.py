@@ -120,8 +120,7 @@ class Ranker:
         vector = self.embed(parsed) if vector is None else vector
         if "cluster_route" in on:  # the longest job that needs the vector: on another thread
             jobs["cluster_route"] = self.pool.submit(channels.route, parsed, vector, depth)
-        dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES),
-                                                     ("conversation", CONVERSATION_TEXTS), ("table_row", TABLE_ROWS),
+        dense = [(name, table) for name, table in (("passages", CONVERSATION_PASSAGES), ("table_row", TABLE_ROWS),
                                                      ("issue", ISSUE_DOCUMENTS), ("solution", SOLUTION_DOCUMENTS))
                  if name in on]
         for name, table in dense:  # to be read first, or searched by LanceDB (too big to hold): side by side
@@ -133,7 +132,7 @@ class Ranker:
                 lists[name] = channels.search_dense(table, vector, depth)
         lists.update({name: job.result() for name, job in jobs.items()})
         ranked: dict[str, list[tuple[str, float]]] = {
-            name: lists[name] for name in ("passages", "conversation", "conversation_text", "table_row", "full_text",
+            name: lists[name] for name in ("passages", "conversation_text", "table_row", "full_text",
                                            "cluster_route")
             if name in lists}
         if "issue" in lists or "solution" in lists:

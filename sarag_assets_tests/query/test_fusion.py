@@ -20,10 +20,10 @@ def test_standardized_scores_and_the_floor_for_missing():
 
 
 def test_two_channels_of_one_view_are_one_vote():
-    """The two dense text channels agree on b; BM25 says a as firmly: a tie, not two votes to one."""
-    dense = [("b", 0.9), ("a", 0.5), ("c", 0.1)]
-    lists = {"passages": dense, "conversation": dense, "conversation_text": [("a", 9.0), ("b", 5.0), ("c", 1.0)]}
-    fused = fuse(lists)
+    """The two table channels agree on b; BM25 over the text says a as firmly: a tie, not two votes to one."""
+    row = [("b", 0.9), ("a", 0.5), ("c", 0.1)]
+    lists = {"table_row": row, "full_text": row, "conversation_text": [("a", 9.0), ("b", 5.0), ("c", 1.0)]}
+    fused = fuse(lists, {"lexical": 1, "table": 1})
     assert abs(fused["a"] - fused["b"]) < 1e-9
     counted_apart = {d: sum(standardized(lists[n])[0][d] for n in lists) for d in "abc"}
     assert order(counted_apart)[0] == "b"  # what counting channels one by one would have said
@@ -56,8 +56,9 @@ def test_views_that_are_on_but_weigh_nothing_vote_equally():
 
 def test_an_empty_list_is_no_evidence():
     text = [("a", 0.9), ("b", 0.2), ("c", 0.1)]
-    with_empty = fuse({"passages": text, "conversation": [], "conversation_text": text, "table_row": []})
-    without = fuse({"passages": text, "conversation_text": text})
+    votes = {"lexical": 1, "dense": 1, "table": 1}
+    with_empty = fuse({"passages": text, "conversation_text": text, "table_row": text, "full_text": []}, votes)
+    without = fuse({"passages": text, "conversation_text": text, "table_row": text}, votes)
     assert with_empty == without
     assert "table" not in view_scores({"table_row": [], "passages": text})
 

@@ -159,9 +159,8 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
 
     depth = max(engine.settings.depth, 5 * k)
     stages: dict[str, list[float]] = {s: [] for s in (
-        "understand", "embed (cache emptied)", "passages (dense)", "conversation (dense)",
-        "conversation_text (BM25)", "table_row (dense)", "issue (dense)", "solution (dense)",
-        "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
+        "understand", "embed (cache emptied)", "passages (dense)", "conversation_text (BM25)", "table_row (dense)",
+        "issue (dense)", "solution (dense)", "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
     channels = engine.channels
     for turns in queries:
         ms_u, parsed = _timed(engine.understand, turns)
@@ -170,7 +169,6 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
         parts = {
             "understand": ms_u, "embed (cache emptied)": ms_e,
             "passages (dense)": _timed(channels.search_dense, CONVERSATION_PASSAGES, vector, depth)[0],
-            "conversation (dense)": _timed(channels.search_dense, CONVERSATION_TEXTS, vector, depth)[0],
             "conversation_text (BM25)": _timed(channels.search_text, CONVERSATION_TEXTS, parsed.full_text(), depth)[0],
             "table_row (dense)": _timed(channels.search_dense, TABLE_ROWS, vector, depth)[0],
             "issue (dense)": _timed(channels.search_dense, ISSUE_DOCUMENTS, vector, depth)[0],
