@@ -96,7 +96,7 @@ class Word:
 def words_of(text: str) -> list[list[Word]]:
     """The text's words in phrases: a phrase ends where a comma, a full stop, a bracket ... stands between
     two words. In a script written without spaces each character, with its combining marks, is a word.
-    A short bracketed part glued to the word before it ("7天酒店(王府井店)", "Widget(2)") qualifies that
+    A short bracketed part glued to the word before it ("7天酒店(王府井店)", "Iris(R)") qualifies that
     word: it stays in the phrase, its words marked with their group (`Word.group`)."""
     groups = _glued_groups(text)
     glued = {i for pair in groups for i in pair}
@@ -334,11 +334,14 @@ def unit_names(turns: Sequence[tuple[str, str]], stats: UnitStatistics,
     return out
 
 
+_CLOSING = re.compile(r"\s*[)）]")
+
+
 def _end(text: str, word: Word) -> int:
     """Where a span ending with ``word`` ends: after the closing bracket when the word ends a glued part."""
     if not word.group:
         return word.end
-    m = re.compile(r"\s*[)）]").match(text, word.end)
+    m = _CLOSING.match(text, word.end)
     return m.end() if m else word.end
 
 

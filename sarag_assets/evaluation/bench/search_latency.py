@@ -160,7 +160,8 @@ def stage_timings(engine, queries, k: int) -> dict[str, dict]:
     depth = max(engine.settings.depth, 5 * k)
     stages: dict[str, list[float]] = {s: [] for s in (
         "understand", "embed (cache emptied)", "passages (dense)", "conversation_text (BM25)", "table_row (dense)",
-        "issue (dense)", "solution (dense)", "full_text (BM25)", "cluster_route", "table_match (entity shares)", "sum of stages", "search (same query)")}
+        "issue (dense)", "solution (dense)", "full_text (BM25)", "cluster_route", "table_match (entity shares)",
+        "sum of stages", "search (same query)")}
     channels = engine.channels
     for turns in queries:
         ms_u, parsed = _timed(engine.understand, turns)
