@@ -207,10 +207,6 @@ class UnitStatistics:
         self._common = {w for w, df in self.word_df.items()
                         if df >= max(2.0, rules.common_share * self.n) and w not in unspaced} if self.usable else set()
         self.gram_df: Counter[tuple[str, ...]] = Counter()
-        # per span of several words, the word before it and the word after it where the batch has shown
-        # one only, `_VARIED` once it has shown two (`cohesion`)
-        self._left: dict[tuple[str, ...], str] = {}
-        self._right: dict[tuple[str, ...], str] = {}
         for doc in docs:
             seen = set()
             for turn in doc:
@@ -218,18 +214,7 @@ class UnitStatistics:
                     for i, j, gram in _grams(phrase, rules):
                         if _edges_ok(gram, self):
                             seen.add(gram)
-                            if len(gram) > 1:
-                                _see(self._left, gram, self._neighbour(phrase, i - 1))
-                                _see(self._right, gram, self._neighbour(phrase, j))
             self.gram_df.update(seen)
-
-    def _neighbour(self, phrase: Sequence[Word], k: int) -> str:
-        """The word at ``k`` as a span's neighbour. A phrase's edge and a common word stand for any
-        (`_VARIED`): a name ends sentences ("... at Greywillow Leatherworks."), and a common word is the
-        language's, not the unit's ("The Quillon Works" always follows "the", and is a name)."""
-        if not 0 <= k < len(phrase) or self.common(phrase[k].text):
-            return _VARIED
-        return phrase[k].text
 
     @property
     def usable(self) -> bool:
@@ -258,32 +243,14 @@ class UnitStatistics:
         """How tightly the span's words stick: the conversations holding the whole span over those holding
         its rarest uncommon word (1 for one word, or when that word never comes without the rest). A span
         holding characters of a script written without spaces is weighed against its two parts one unit
-        shorter instead, the more widespread of them: a character alone says little about the span.
-
-        0 for a span the batch has only ever shown with the same uncommon word before it, or the same
-        after it: its edges are not the unit's, it is a piece of a longer one (the accessor variety of
-        unsupervised word segmentation, Feng et al. 2004, at its least). Two conversations sharing a
-        clause share every piece of it, each as rare as the clause, while a name is said in different
-        sentences."""
+        shorter instead, the more widespread of them: a character alone says little about the span."""
         if len(gram) == 1:
             return 1.0
-        if self._left.get(gram, _VARIED) is not _VARIED or self._right.get(gram, _VARIED) is not _VARIED:
-            return 0.0
         if any(_UNSPACED_CHAR.match(w) for w in gram):
             part = max(self.df(gram[1:]), self.df(gram[:-1]))
             return min(1.0, self.df(gram) / part) if part else 0.0
         rare = min((self.word_df[w] for w in gram if not self.common(w)), default=0)
         return min(1.0, self.df(gram) / rare) if rare else 0.0
-
-
-_VARIED = "\x01"  # two different neighbouring words seen
-
-
-def _see(seen: dict[tuple[str, ...], str], gram: tuple[str, ...], word: str) -> None:
-    """Keep the one neighbouring word the span has shown, or `_VARIED` once it shows a second."""
-    first = seen.setdefault(gram, word)
-    if first is not _VARIED and first != word:
-        seen[gram] = _VARIED
 
 
 @dataclass(frozen=True)
