@@ -104,11 +104,13 @@ def words_of(text: str) -> list[list[Word]]:
     current: list[Word] = []
     last_end = 0
     for m in _WORD.finditer(text):
-        gap = "".join(" " if i in glued else text[i] for i in range(last_end, m.start()))
+        gap = text[last_end:m.start()]
+        if glued:  # a glued bracket is no break
+            gap = "".join(" " if i in glued else text[i] for i in range(last_end, m.start()))
         if current and _BREAK.search(gap + (" " if gap.endswith(".") else "")):
             phrases.append(current)
             current = []
-        group = next((g for g, (o, c) in enumerate(groups, 1) if o < m.start() < c), 0)
+        group = next((g for g, (o, c) in enumerate(groups, 1) if o < m.start() < c), 0) if groups else 0
         if _UNSPACED_CHAR.search(m.group()):
             current.extend(replace(w, group=group) for w in _unspaced_words(text, m.start(), m.end()))
         else:
